@@ -1,0 +1,347 @@
+/**
+ * The `requestedSchema()` builder: the one way a mocapi tool describes the input it elicits.
+ * It only produces the flat MCP 2026-07-28 shapes, and infers the type of the answer content.
+ */
+
+/** A string format the requested schema may carry. */
+export type StringFormat = 'email' | 'uri' | 'date' | 'date-time'
+
+/** A free text field. */
+export interface StringSchema {
+  readonly type: 'string'
+  readonly title?: string
+  readonly description?: string
+  readonly minLength?: number
+  readonly maxLength?: number
+  readonly format?: StringFormat
+  readonly default?: string
+}
+
+/** A number or integer field. */
+export interface NumberSchema {
+  readonly type: 'number' | 'integer'
+  readonly title?: string
+  readonly description?: string
+  readonly minimum?: number
+  readonly maximum?: number
+  readonly default?: number
+}
+
+/** A yes/no field. */
+export interface BooleanSchema {
+  readonly type: 'boolean'
+  readonly title?: string
+  readonly description?: string
+  readonly default?: boolean
+}
+
+/** A single select among plain values. */
+export interface UntitledSingleSelectEnumSchema {
+  readonly type: 'string'
+  readonly title?: string
+  readonly description?: string
+  readonly enum: readonly string[]
+  readonly default?: string
+}
+
+/** A value with the label shown for it. */
+export interface TitledChoice {
+  readonly const: string
+  readonly title: string
+}
+
+/** A single select among labelled values. */
+export interface TitledSingleSelectEnumSchema {
+  readonly type: 'string'
+  readonly title?: string
+  readonly description?: string
+  readonly oneOf: readonly TitledChoice[]
+  readonly default?: string
+}
+
+/** A multi select among plain values. */
+export interface UntitledMultiSelectEnumSchema {
+  readonly type: 'array'
+  readonly title?: string
+  readonly description?: string
+  readonly minItems?: number
+  readonly maxItems?: number
+  readonly items: { readonly type: 'string', readonly enum: readonly string[] }
+  readonly default?: readonly string[]
+}
+
+/** A multi select among labelled values. */
+export interface TitledMultiSelectEnumSchema {
+  readonly type: 'array'
+  readonly title?: string
+  readonly description?: string
+  readonly minItems?: number
+  readonly maxItems?: number
+  readonly items: { readonly anyOf: readonly TitledChoice[] }
+  readonly default?: readonly string[]
+}
+
+/** Any field of a requested schema. */
+export type PrimitiveSchemaDefinition =
+  | StringSchema
+  | NumberSchema
+  | BooleanSchema
+  | UntitledSingleSelectEnumSchema
+  | TitledSingleSelectEnumSchema
+  | UntitledMultiSelectEnumSchema
+  | TitledMultiSelectEnumSchema
+
+/** The rendered, flat `requestedSchema` of an elicitation. */
+export interface RequestedSchema {
+  readonly type: 'object'
+  readonly properties: { readonly [name: string]: PrimitiveSchemaDefinition }
+  readonly required?: readonly string[]
+}
+
+/** Options every field accepts. */
+export interface FieldOptions {
+  title?: string
+  description?: string
+}
+
+/** Options of `.string()`. */
+export interface StringOptions extends FieldOptions {
+  minLength?: number
+  maxLength?: number
+  format?: StringFormat
+  default?: string
+}
+
+/** Options of `.number()` and `.integer()`. */
+export interface NumberOptions extends FieldOptions {
+  minimum?: number
+  maximum?: number
+  default?: number
+}
+
+/** Options of `.boolean()`. */
+export interface BooleanOptions extends FieldOptions {
+  default?: boolean
+}
+
+/** Options of `.choose()`. */
+export interface ChooseOptions<V extends string = string> extends FieldOptions {
+  default?: V
+}
+
+/** Options of `.chooseMany()`. */
+export interface ChooseManyOptions<V extends string = string> extends FieldOptions {
+  minItems?: number
+  maxItems?: number
+  default?: readonly V[]
+}
+
+/** A labelled choice given to `.choose()` or `.chooseMany()`. */
+export interface Choice {
+  readonly value: string
+  readonly title: string
+}
+
+/** The choices of a select: plain strings, or labelled values. */
+export type Choices = readonly string[] | readonly Choice[]
+
+/** The values a list of choices allows. */
+export type ChoiceValue<C extends Choices> = C[number] extends infer E
+  ? E extends string ? E : E extends Choice ? E['value'] : never
+  : never
+
+/** `optional: true` makes the field optional in the answer and leaves it out of `required`. */
+export interface Optionality<O extends boolean> {
+  optional?: O
+}
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {}
+
+type With<T, N extends string, V, O extends boolean> = Simplify<
+  T & ([O] extends [false] ? { [K in N]: V } : { [K in N]?: V })
+>
+
+declare const content: unique symbol
+
+/**
+ * An immutable requested schema: every method returns a new builder with one more field,
+ * so a builder can be shared and extended safely. `T` is the type of the accepted content.
+ */
+export interface RequestedSchemaBuilder<T extends object = {}> {
+  /** Type-only: the content of an accepted answer. */
+  readonly [content]: T
+  /** The rendered schema, frozen. */
+  readonly schema: RequestedSchema
+  /** Renders the schema (same object as `schema`). */
+  toJSON (): RequestedSchema
+  /** Adds a free text field. */
+  string<const N extends string, const O extends boolean = false> (name: N, opts?: StringOptions & Optionality<O>): RequestedSchemaBuilder<With<T, N, string, O>>
+  /** Adds a number field. */
+  number<const N extends string, const O extends boolean = false> (name: N, opts?: NumberOptions & Optionality<O>): RequestedSchemaBuilder<With<T, N, number, O>>
+  /** Adds an integer field. */
+  integer<const N extends string, const O extends boolean = false> (name: N, opts?: NumberOptions & Optionality<O>): RequestedSchemaBuilder<With<T, N, number, O>>
+  /** Adds a yes/no field. */
+  boolean<const N extends string, const O extends boolean = false> (name: N, opts?: BooleanOptions & Optionality<O>): RequestedSchemaBuilder<With<T, N, boolean, O>>
+  /** Adds a single select. */
+  choose<const N extends string, const C extends Choices, const O extends boolean = false> (name: N, choices: C, opts?: ChooseOptions<ChoiceValue<C>> & Optionality<O>): RequestedSchemaBuilder<With<T, N, ChoiceValue<C>, O>>
+  /** Adds a multi select. */
+  chooseMany<const N extends string, const C extends Choices, const O extends boolean = false> (name: N, choices: C, opts?: ChooseManyOptions<ChoiceValue<C>> & Optionality<O>): RequestedSchemaBuilder<With<T, N, Array<ChoiceValue<C>>, O>>
+}
+
+/** The content type of an accepted answer to a builder's schema. */
+export type Infer<B extends RequestedSchemaBuilder<object>> = B extends RequestedSchemaBuilder<infer T> ? T : never
+
+interface Field {
+  readonly name: string
+  readonly optional: boolean
+  readonly schema: PrimitiveSchemaDefinition
+}
+
+type AnyOptions = FieldOptions & Record<string, any> & { optional?: boolean }
+
+const FORMATS: readonly unknown[] = ['email', 'uri', 'date', 'date-time']
+
+/** Copies the options given, in this order, leaving out the ones not set. */
+function pick (opts: AnyOptions, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  // arrays are copied so freezing the schema never freezes the caller's default
+  for (const key of keys) if (opts[key] !== undefined) out[key] = Array.isArray(opts[key]) ? [...opts[key]] : opts[key]
+  return out
+}
+
+function deepFreeze<T> (value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v)
+    Object.freeze(value)
+  }
+  return value
+}
+
+class Builder {
+  readonly #fields: readonly Field[]
+  #schema: RequestedSchema | undefined
+
+  constructor (fields: readonly Field[]) {
+    this.#fields = fields
+  }
+
+  get schema (): RequestedSchema {
+    if (this.#schema === undefined) {
+      // fromEntries defines own properties, so even a field named __proto__ is kept
+      const properties = Object.fromEntries(this.#fields.map((f) => [f.name, f.schema]))
+      const required = this.#fields.filter((f) => !f.optional).map((f) => f.name)
+      this.#schema = deepFreeze(required.length > 0
+        ? { type: 'object', properties, required }
+        : { type: 'object', properties })
+    }
+    return this.#schema
+  }
+
+  toJSON (): RequestedSchema {
+    return this.schema
+  }
+
+  string (name: string, opts: AnyOptions = {}): Builder {
+    const fail = this.#check(name)
+    lengths(fail, opts, 'minLength', 'maxLength')
+    if (opts.format !== undefined && !FORMATS.includes(opts.format)) fail(`unknown format ${JSON.stringify(opts.format)}`)
+    const d = opts.default
+    if (d !== undefined && (typeof d !== 'string' || d.length < (opts.minLength ?? 0) || d.length > (opts.maxLength ?? Infinity))) {
+      fail('default does not fit')
+    }
+    return this.#add(name, opts, { type: 'string', ...pick(opts, ['title', 'description', 'minLength', 'maxLength', 'format', 'default']) })
+  }
+
+  number (name: string, opts: AnyOptions = {}): Builder {
+    return this.#numeric('number', name, opts)
+  }
+
+  integer (name: string, opts: AnyOptions = {}): Builder {
+    return this.#numeric('integer', name, opts)
+  }
+
+  boolean (name: string, opts: AnyOptions = {}): Builder {
+    const fail = this.#check(name)
+    if (opts.default !== undefined && typeof opts.default !== 'boolean') fail('default does not fit')
+    return this.#add(name, opts, { type: 'boolean', ...pick(opts, ['title', 'description', 'default']) })
+  }
+
+  choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+    const fail = this.#check(name)
+    const { values, titled } = choiceList(fail, choices)
+    if (opts.default !== undefined && !values.includes(opts.default)) fail('default is not among the choices')
+    const described = pick(opts, ['title', 'description'])
+    const choice = titled ? { oneOf: titled } : { enum: values }
+    return this.#add(name, opts, { type: 'string', ...described, ...choice, ...pick(opts, ['default']) })
+  }
+
+  chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+    const fail = this.#check(name)
+    const { values, titled } = choiceList(fail, choices)
+    lengths(fail, opts, 'minItems', 'maxItems')
+    const d = opts.default
+    if (d !== undefined && (!Array.isArray(d) || d.length < (opts.minItems ?? 0) || d.length > (opts.maxItems ?? Infinity) ||
+      !d.every((v) => values.includes(v)))) {
+      fail('default does not fit')
+    }
+    const items = titled ? { anyOf: titled } : { type: 'string', enum: values }
+    return this.#add(name, opts, { type: 'array', ...pick(opts, ['title', 'description', 'minItems', 'maxItems']), items, ...pick(opts, ['default']) })
+  }
+
+  #numeric (type: 'number' | 'integer', name: string, opts: AnyOptions): Builder {
+    const fail = this.#check(name)
+    const { minimum, maximum, default: d } = opts
+    if (minimum !== undefined && maximum !== undefined && minimum > maximum) fail('minimum is greater than maximum')
+    if (d !== undefined && (typeof d !== 'number' || (type === 'integer' && !Number.isInteger(d)) ||
+      d < (minimum ?? -Infinity) || d > (maximum ?? Infinity))) {
+      fail('default does not fit')
+    }
+    return this.#add(name, opts, { type, ...pick(opts, ['title', 'description', 'minimum', 'maximum', 'default']) })
+  }
+
+  /** Checks the name is new and returns the reporter of problems with this field. */
+  #check (name: string): (problem: string) => never {
+    if (typeof name !== 'string' || name === '') throw new TypeError('requestedSchema: a field name must be a non-empty string')
+    const fail = failure(name)
+    if (this.#fields.some((f) => f.name === name)) fail('duplicate field name')
+    return fail
+  }
+
+  #add (name: string, opts: AnyOptions, schema: Record<string, unknown>): Builder {
+    const field = deepFreeze({ name, optional: opts.optional === true, schema: schema as unknown as PrimitiveSchemaDefinition })
+    return new Builder([...this.#fields, field])
+  }
+}
+
+function failure (name: string): (problem: string) => never {
+  return (problem) => { throw new TypeError(`requestedSchema field ${JSON.stringify(name)}: ${problem}`) }
+}
+
+/** Checks a pair of counts: each a non-negative integer, the first not above the second. */
+function lengths (fail: (problem: string) => never, opts: AnyOptions, min: string, max: string): void {
+  for (const key of [min, max]) {
+    const v = opts[key]
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0)) fail(`${key} must be a non-negative integer`)
+  }
+  if (opts[min] > opts[max]) fail(`${min} is greater than ${max}`)
+}
+
+function choiceList (fail: (problem: string) => never, choices: Choices): { values: string[], titled: TitledChoice[] | undefined } {
+  if (!Array.isArray(choices) || choices.length === 0) fail('choices must be a non-empty array')
+  const list: ReadonlyArray<string | Choice> = choices
+  let titled: TitledChoice[] | undefined
+  if (!list.every((c) => typeof c === 'string')) {
+    if (!list.every((c) => typeof c === 'object' && c !== null && typeof c.value === 'string' && typeof c.title === 'string')) {
+      fail('choices must be all strings or all { value, title }')
+    }
+    titled = (list as readonly Choice[]).map((c) => ({ const: c.value, title: c.title }))
+  }
+  const values = list.map((c) => typeof c === 'string' ? c : c.value)
+  if (new Set(values).size !== values.length) fail('duplicate choice value')
+  return { values, titled }
+}
+
+/** Starts an empty requested schema; add fields with the chainable methods. */
+export function requestedSchema (): RequestedSchemaBuilder {
+  return new Builder([]) as unknown as RequestedSchemaBuilder
+}
