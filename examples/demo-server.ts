@@ -1,0 +1,60 @@
+/**
+ * The demo server behind `npm start`: a small travel desk on http://127.0.0.1:3000/mcp
+ * (PORT overrides). With no keys configured it uses an ephemeral requestState key and says so once.
+ */
+import Fastify from 'fastify'
+import mocapi, { requestedSchema } from '../lib/index.js'
+
+const app = Fastify({ logger: { level: process.env.LOG_LEVEL ?? 'info' } })
+
+await app.register(mocapi, {
+  serverInfo: { name: 'mocapi-demo', version: '1.0.0' },
+  instructions: 'A travel desk: check the weather, convert currency, and book flights (which asks the traveller to confirm).',
+})
+
+app.mcp.tool({
+  name: 'weather',
+  description: 'Gives a (made-up, deterministic) forecast for a city',
+  inputSchema: { type: 'object', properties: { city: { type: 'string', minLength: 1 } }, required: ['city'], additionalProperties: false },
+  outputSchema: { type: 'object', properties: { city: { type: 'string' }, celsius: { type: 'number' }, sky: { type: 'string' } }, required: ['city', 'celsius', 'sky'] },
+}, (args: { city: string }) => {
+  let hash = 0
+  for (const char of args.city.toLowerCase()) hash = (hash * 31 + char.charCodeAt(0)) >>> 0
+  const skies = ['sunny', 'cloudy', 'rainy', 'windy']
+  return { city: args.city, celsius: 5 + (hash % 25), sky: skies[hash % skies.length] }
+})
+
+app.mcp.tool({
+  name: 'convert_currency',
+  description: 'Converts an amount between EUR, USD and GBP at fixed demo rates',
+  inputSchema: {
+    type: 'object',
+    properties: { amount: { type: 'number' }, from: { enum: ['EUR', 'USD', 'GBP'] }, to: { enum: ['EUR', 'USD', 'GBP'] } },
+    required: ['amount', 'from', 'to'],
+    additionalProperties: false,
+  },
+}, (args: { amount: number, from: 'EUR' | 'USD' | 'GBP', to: 'EUR' | 'USD' | 'GBP' }) => {
+  const perEuro = { EUR: 1, USD: 1.08, GBP: 0.85 }
+  return `${args.amount} ${args.from} = ${(args.amount / perEuro[args.from] * perEuro[args.to]).toFixed(2)} ${args.to}`
+})
+
+app.mcp.tool({
+  name: 'book_flight',
+  description: 'Books a flight after asking the traveller to confirm, then for a seat preference',
+  inputSchema: { type: 'object', properties: { to: { type: 'string', minLength: 1 } }, required: ['to'], additionalProperties: false },
+}, async (args: { to: string }, ctx) => {
+  // Everything above the last elicit() re-runs on each round: keep it free of side effects.
+  const trip = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema()
+    .boolean('confirm', { title: 'Confirm the booking' })
+    .choose('cabin', [{ value: 'economy', title: 'Economy' }, { value: 'business', title: 'Business' }], { default: 'economy' }))
+  if (trip.action !== 'accept' || !trip.content.confirm) return 'Nothing booked'
+  const seat = await ctx.elicit('Any seat preference?', requestedSchema()
+    .choose('seat', ['window', 'aisle', 'middle'], { title: 'Seat' })
+    .string('note', { title: 'Note for the crew', maxLength: 200, optional: true }))
+  const where = seat.action === 'accept' ? `, ${seat.content.seat} seat` : ''
+  // The side effect belongs here, after the last elicit().
+  return `Booked ${trip.content.cabin} to ${args.to}${where}`
+})
+
+const port = Number(process.env.PORT ?? 3000)
+await app.listen({ host: process.env.HOST ?? '127.0.0.1', port })

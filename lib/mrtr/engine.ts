@@ -1,0 +1,120 @@
+import { createHash } from 'node:crypto'
+import { ElicitationLedgerMismatchError, invalidParams, missingCapability } from '../errors.js'
+import type { InputRequest, JsonObject } from '../protocol/wire.js'
+import type { LedgerEntry } from './codec.js'
+
+/** Checks and normalises an answer from `inputResponses` before it enters the ledger. */
+export type AnswerCheck = (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string }
+
+export interface AskOptions {
+  /** The input key; defaults to `<prefix>-<ordinal>`. */
+  key: string | undefined
+  /** Prefix of the default key, such as `elicit`. */
+  prefix: string
+  accept: AnswerCheck
+  /** The client capabilities this request needs and the request's `_meta` lacks, or undefined. */
+  missing: Record<string, unknown> | undefined
+}
+
+/** How one pass of a handler ended. */
+export type PassOutcome<T> =
+  | { kind: 'complete', value: T }
+  | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[] }
+
+const NEVER = new Promise<never>(() => {})
+
+/** A short, stable digest of an input request and its key, kept in the ledger slot. */
+export function fingerprint (key: string, request: InputRequest): string {
+  return createHash('sha256').update(key).update('\n').update(JSON.stringify(request)).digest('base64url').slice(0, 22)
+}
+
+/**
+ * One run of a handler under the replay pattern (ADR-0021). The Nth input request reached
+ * in the run (its ordinal) reads ledger slot N: answered slots return their answer at once;
+ * the first unanswered ones end the pass with an `input_required` outcome.
+ *
+ * An unanswered request returns a promise that never settles, so a handler's own
+ * try/catch cannot swallow the yield: the pass settles from outside the handler.
+ */
+export class ReplayPass {
+  readonly #ledger: LedgerEntry[]
+  readonly #responses: JsonObject | undefined
+  #ordinal = 0
+  #keys: Set<string> | undefined
+  #pending: Record<string, InputRequest> | undefined
+  #closed = false
+  #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
+  #reject: ((error: unknown) => void) | undefined
+
+  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined) {
+    this.#ledger = ledger
+    this.#responses = responses
+  }
+
+  /** Slots answered so far, and slots waiting for an answer. */
+  get counts (): { answered: number, pending: number } {
+    let answered = 0
+    for (const slot of this.#ledger) if ('r' in slot) answered++
+    return { answered, pending: this.#ledger.length - answered }
+  }
+
+  /** Runs `fn` once; settles with its value, or with the input this pass still needs. */
+  run<T> (fn: () => Promise<T>): Promise<PassOutcome<T>> {
+    return new Promise<PassOutcome<T>>((resolve, reject) => {
+      this.#resolve = resolve as (outcome: PassOutcome<unknown>) => void
+      this.#reject = reject
+      fn().then(
+        (value) => this.#settle({ kind: 'complete', value }),
+        (error: unknown) => this.#fail(error))
+    })
+  }
+
+  /** Asks for one input: the stored answer when the ledger has it, else a yield. */
+  ask (request: InputRequest, options: AskOptions): Promise<unknown> {
+    if (this.#closed) return NEVER
+    const ordinal = this.#ordinal
+    const slot = this.#ledger[ordinal] as LedgerEntry | undefined
+    const key = options.key ?? `${options.prefix}-${ordinal + 1}`
+    this.#keys ??= new Set()
+    if (this.#keys.has(key)) {
+      return Promise.reject(new TypeError(`Input key "${key}" is used twice in one request: keys must be unique`))
+    }
+    this.#keys.add(key)
+    this.#ordinal++
+
+    const print = fingerprint(key, request)
+    if (slot !== undefined) {
+      if (slot.f !== print) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1))
+      if ('r' in slot) return Promise.resolve(slot.r)
+    }
+    const incoming = this.#responses?.[key]
+    if (incoming !== undefined) {
+      const checked = options.accept(incoming)
+      if (!checked.ok) return this.#fail(invalidParams(`inputResponses.${key}: ${checked.message}`))
+      this.#ledger[ordinal] = { k: key, f: print, r: checked.value }
+      return Promise.resolve(checked.value)
+    }
+    if (options.missing !== undefined) return this.#fail(missingCapability(options.missing))
+    this.#ledger[ordinal] = { k: key, f: print }
+    if (this.#pending === undefined) {
+      this.#pending = {}
+      setImmediate(() => this.#settle({ kind: 'input_required', inputRequests: this.#pending!, ledger: this.#ledger }))
+    }
+    this.#pending[key] = request
+    return NEVER
+  }
+
+  #settle (outcome: PassOutcome<unknown>): void {
+    if (this.#closed) return
+    this.#closed = true
+    this.#resolve!(outcome)
+  }
+
+  #fail (error: unknown): Promise<never> {
+    if (!this.#closed) {
+      this.#closed = true
+      this.#reject!(error)
+    }
+    return NEVER
+  }
+}

@@ -1,0 +1,93 @@
+import type { FastifyBaseLogger } from 'fastify'
+import { InvalidRequestStateError, invalidParams } from '../errors.js'
+import type { InputRequest, JsonObject } from '../protocol/wire.js'
+import type { LedgerEntry, RequestStateCodec } from './codec.js'
+import { ReplayPass } from './engine.js'
+
+/** The wire shape of an `input_required` result. */
+export interface InputRequiredResult {
+  resultType: 'input_required'
+  inputRequests: Record<string, InputRequest>
+  requestState: string
+}
+
+/** What a verified requestState restores for the retry. */
+export interface RestoredState {
+  ledger: LedgerEntry[]
+  round: number
+}
+
+/** The fields of a request's params that name its target; `_meta` and the MRTR fields are not part of it. */
+export function originalParamsOf (params: JsonObject): JsonObject {
+  const original: JsonObject = {}
+  for (const key of Object.keys(params)) {
+    if (key !== '_meta' && key !== 'inputResponses' && key !== 'requestState') original[key] = params[key]
+  }
+  return original
+}
+
+/** JSON with object keys sorted, so equal params compare equal whatever their key order. */
+export function canonicalJson (value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort()
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as JsonObject)[k])}`).join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}
+
+/**
+ * Binds the replay pattern to requestState tokens: restores a retry's ledger after checking
+ * the token against the caller, and seals a new token when a pass yields.
+ */
+export class ReplayEngine {
+  readonly #codec: RequestStateCodec
+  readonly #maxRounds: number
+
+  constructor (codec: RequestStateCodec, maxRounds: number) {
+    this.#codec = codec
+    this.#maxRounds = maxRounds
+  }
+
+  /**
+   * Verifies a retry's requestState: integrity, TTL, principal, method, then target and
+   * arguments. Any failure throws an InvalidRequestStateError with one opaque message.
+   */
+  restore (token: string, method: string, params: JsonObject, principal: string | null): RestoredState {
+    const payload = this.#codec.decode(token)
+    if (payload.principal !== principal) throw new InvalidRequestStateError('principal mismatch')
+    if (payload.method !== method) throw new InvalidRequestStateError('method mismatch')
+    if (canonicalJson(payload.originalParams) !== canonicalJson(originalParamsOf(params))) {
+      throw new InvalidRequestStateError('target or arguments mismatch')
+    }
+    return { ledger: payload.inputResponses, round: payload.round ?? 0 }
+  }
+
+  /**
+   * Runs a handler once under the replay pattern. Resolves with its value, or with the
+   * `input_required` result that asks for what the pass still needs.
+   */
+  async run<T> (
+    fn: (pass: ReplayPass) => Promise<T>,
+    call: { method: string, params: JsonObject, principal: string | null, restored: RestoredState | undefined, log: FastifyBaseLogger, label: string }
+  ): Promise<{ complete: T } | InputRequiredResult> {
+    const round = call.restored === undefined ? 0 : call.restored.round
+    const responses = call.params.inputResponses as JsonObject | undefined
+    const pass = new ReplayPass(call.restored?.ledger ?? [], responses)
+    const outcome = await pass.run(() => fn(pass))
+    const counts = pass.counts
+    call.log.debug({ mcp: { handler: call.label, round: round + 1, answered: counts.answered, pending: counts.pending } }, 'mocapi replay pass')
+    if (outcome.kind === 'complete') return { complete: outcome.value }
+    if (round >= this.#maxRounds) {
+      throw invalidParams(`${call.label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
+    }
+    const requestState = this.#codec.encode({
+      method: call.method,
+      originalParams: originalParamsOf(call.params),
+      inputResponses: outcome.ledger,
+      principal: call.principal,
+      round: round + 1,
+    })
+    return { resultType: 'input_required', inputRequests: outcome.inputRequests, requestState }
+  }
+}

@@ -1,0 +1,67 @@
+import type { McpContext } from '../context.js'
+import { invalidParams, methodNotFound } from '../errors.js'
+import { isPlainObject, type JsonObject } from './wire.js'
+
+type FieldType = 'string' | 'object' | 'id' | 'boolean' | 'array'
+
+/** How one MCP method is served. */
+export interface MethodSpec {
+  /** The params fields the method takes besides `_meta`; `?` marks the optional ones. */
+  params: Record<string, `${FieldType}${'' | '?'}`>
+  /** The params field the `Mcp-Name` header must match. */
+  nameField?: 'name' | 'uri'
+  /** Whether the method may answer `input_required` (it then takes `inputResponses` and `requestState`). */
+  interactive?: boolean
+  /** Whether the capability behind the method is advertised; when not, the method is -32601. */
+  enabled?: () => boolean
+  run (ctx: McpContext): Promise<object>
+}
+
+/** Methods earlier revisions had and 2026-07-28 removed: they are answered -32601, HTTP 404. */
+const REMOVED = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])
+
+function typeOk (value: unknown, type: string): boolean {
+  switch (type) {
+    case 'string': return typeof value === 'string'
+    case 'object': return isPlainObject(value)
+    case 'boolean': return typeof value === 'boolean'
+    case 'array': return Array.isArray(value)
+    default: return typeof value === 'string' || typeof value === 'number'
+  }
+}
+
+const DESCRIBED: Record<FieldType, string> = {
+  string: 'a string', object: 'an object', id: 'a string or a number', boolean: 'a boolean', array: 'an array',
+}
+
+const INTERACTIVE_FIELDS = { inputResponses: 'object?', requestState: 'string?' } as const
+
+/** The method table: finds a method's spec and checks its params. */
+export class Dispatcher {
+  readonly #methods = new Map<string, MethodSpec>()
+
+  define (method: string, spec: MethodSpec): void {
+    this.#methods.set(method, spec.interactive === true ? { ...spec, params: { ...spec.params, ...INTERACTIVE_FIELDS } } : spec)
+  }
+
+  /** The spec of a method that is served now; -32601 (HTTP 404) otherwise. */
+  lookup (method: string): MethodSpec {
+    const spec = REMOVED.has(method) ? undefined : this.#methods.get(method)
+    if (spec === undefined || (spec.enabled !== undefined && !spec.enabled())) throw methodNotFound(method)
+    return spec
+  }
+
+  /** Checks params against the spec: known fields only, each of its type, required ones present. */
+  checkParams (method: string, spec: MethodSpec, params: JsonObject): void {
+    for (const key of Object.keys(params)) {
+      if (key === '_meta') continue
+      const type = spec.params[key]
+      if (type === undefined) throw invalidParams(`Unknown field params.${key} for ${method}`)
+      const base = type.replace('?', '') as FieldType
+      if (!typeOk(params[key], base)) throw invalidParams(`params.${key} must be ${DESCRIBED[base]}`)
+    }
+    for (const [key, type] of Object.entries(spec.params)) {
+      if (!type.endsWith('?') && params[key] === undefined) throw invalidParams(`params.${key} is required for ${method}`)
+    }
+  }
+}

@@ -1,0 +1,71 @@
+/** Wire constants and shapes of MCP 2026-07-28 that mocapi speaks. */
+
+export const PROTOCOL_VERSION = '2026-07-28'
+export const SUPPORTED_VERSIONS: readonly string[] = [PROTOCOL_VERSION]
+
+export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion'
+export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities'
+export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo'
+export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel'
+export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo'
+export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
+
+export type JsonObject = Record<string, unknown>
+export type RequestId = string | number
+
+/** Capabilities a client declares in `_meta` of each request. */
+export interface ClientCapabilities {
+  elicitation?: { form?: object, url?: object }
+  sampling?: { tools?: object, context?: object }
+  roots?: { listChanged?: boolean }
+  experimental?: Record<string, object>
+  extensions?: Record<string, object>
+  [key: string]: unknown
+}
+
+/** `{ name, version }` of the client, from `_meta`. */
+export interface Implementation {
+  name: string
+  version: string
+  title?: string
+  [key: string]: unknown
+}
+
+/** The per-request `_meta` of MCP 2026-07-28. */
+export interface RequestMeta {
+  [META_PROTOCOL_VERSION]: string
+  [META_CLIENT_CAPABILITIES]: ClientCapabilities
+  [META_CLIENT_INFO]?: Implementation
+  [META_LOG_LEVEL]?: LoggingLevel
+  progressToken?: string | number
+  [key: string]: unknown
+}
+
+export type LoggingLevel = 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency'
+export const LOGGING_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']
+
+/** One input request inside an InputRequiredResult: `{ method, params }`, no id. */
+export interface InputRequest {
+  method: 'elicitation/create' | 'sampling/createMessage' | 'roots/list'
+  params: JsonObject
+}
+
+/** Content blocks a tool result or prompt message may carry. */
+export type ContentBlock =
+  | { type: 'text', text: string, annotations?: JsonObject, _meta?: JsonObject }
+  | { type: 'image', data: string, mimeType: string, annotations?: JsonObject, _meta?: JsonObject }
+  | { type: 'audio', data: string, mimeType: string, annotations?: JsonObject, _meta?: JsonObject }
+  | { type: 'resource_link', uri: string, name: string, [key: string]: unknown }
+  | { type: 'resource', resource: { uri: string, mimeType?: string, text: string } | { uri: string, mimeType?: string, blob: string }, [key: string]: unknown }
+
+/** The result of `tools/call`. */
+export interface CallToolResult {
+  content: ContentBlock[]
+  structuredContent?: unknown
+  isError?: boolean
+  _meta?: JsonObject
+}
+
+export function isPlainObject (value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,53 @@
+import Fastify, { type FastifyInstance, type InjectOptions, type LightMyRequestResponse } from 'fastify'
+import { randomBytes } from 'node:crypto'
+import mocapi, { type MocapiOptions } from '../lib/index.js'
+
+export const VERSION = '2026-07-28'
+export const KEY = randomBytes(32).toString('base64')
+
+type Test = { teardown: (fn: () => unknown) => void }
+
+/** A Fastify app with mocapi registered, closed when the test ends. */
+export async function build (t: Test, options: MocapiOptions = {}, setup?: (app: FastifyInstance) => void | Promise<void>): Promise<FastifyInstance> {
+  const app = Fastify()
+  await app.register(mocapi, { requestState: { keys: [KEY] }, ...options })
+  await setup?.(app)
+  t.teardown(() => app.close())
+  return app
+}
+
+/** The `_meta` of a request, with a client that declares `capabilities`. */
+export function meta (capabilities: object = { elicitation: {} }, extra: object = {}): Record<string, unknown> {
+  return {
+    'io.modelcontextprotocol/protocolVersion': VERSION,
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+    'io.modelcontextprotocol/clientInfo': { name: 'test-client', version: '1.0.0' },
+    ...extra,
+  }
+}
+
+let nextId = 1
+
+/** The inject options of one JSON-RPC request with the headers a 2026-07-28 client sends. */
+export function rpc (method: string, params: Record<string, unknown> = {}, options: { capabilities?: object, headers?: Record<string, string>, id?: unknown, meta?: object } = {}): InjectOptions {
+  const name = params.name ?? params.uri
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': VERSION,
+    'mcp-method': method,
+  }
+  if (typeof name === 'string') headers['mcp-name'] = /^[\x20-\x7e]*$/.test(name) ? name : `=?base64?${Buffer.from(name).toString('base64')}?=`
+  return {
+    method: 'POST',
+    url: '/mcp',
+    headers: { ...headers, ...options.headers },
+    payload: { jsonrpc: '2.0', id: options.id ?? nextId++, method, params: { ...params, _meta: options.meta ?? meta(options.capabilities) } },
+  }
+}
+
+/** Sends one request and returns the status and the parsed body. */
+export async function call (app: FastifyInstance, method: string, params: Record<string, unknown> = {}, options: Parameters<typeof rpc>[2] = {}): Promise<{ status: number, body: any, response: LightMyRequestResponse }> {
+  const response = await app.inject(rpc(method, params, options))
+  return { status: response.statusCode, body: response.body === '' ? undefined : JSON.parse(response.body), response }
+}

@@ -1,0 +1,61 @@
+import Fastify from 'fastify'
+import { expect, test } from 'tstyche'
+import mocapi, {
+  mocapiPlugin, requestedSchema, McpContext, InvalidRequestStateError, ExpiredRequestStateError,
+  ElicitationLedgerMismatchError, McpError, type MocapiOptions, type McpRegistry, type ElicitAnswer,
+} from '../lib/index.js'
+
+test('the default export is the named plugin', () => {
+  expect(mocapi).type.toBe(mocapiPlugin)
+})
+
+test('options are typed', () => {
+  expect<MocapiOptions>().type.toBeAssignableFrom({
+    path: '/mcp',
+    serverInfo: { name: 'travel', version: '1.0.0' },
+    requestState: { keys: ['a', 'b'], ttl: 300_000 },
+    principal: (request: any) => request.user?.sub ?? null,
+  })
+  expect<MocapiOptions>().type.not.toBeAssignableFrom({ requestState: { ttl: '5m' } })
+  expect<MocapiOptions>().type.not.toBeAssignableFrom({ path: 42 })
+})
+
+test('register accepts the plugin and its options', () => {
+  const app = Fastify()
+  expect(app.register(mocapi, { path: '/mcp', requestState: { ttl: 1000 } })).type.not.toRaiseError()
+})
+
+test('app.mcp and request.mcp are declared on Fastify', () => {
+  const app = Fastify()
+  expect(app.mcp).type.toBe<McpRegistry>()
+  app.get('/', async (request) => {
+    expect(request.mcp).type.toBe<McpContext | null>()
+  })
+})
+
+test('ctx.elicit infers the answer from the schema', async () => {
+  const app = Fastify()
+  app.mcp.tool({ name: 'book' }, async (args: { to: string }, ctx) => {
+    expect(ctx).type.toBe<McpContext>()
+    const answer = await ctx.elicit('Book?', requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))
+    expect(answer).type.toBe<ElicitAnswer<{ confirm: boolean, cabin: 'economy' | 'business' }>>()
+    if (answer.action === 'accept') {
+      expect(answer.content.cabin).type.toBe<'economy' | 'business'>()
+      expect(answer.content.confirm).type.toBe<boolean>()
+    } else {
+      expect(answer).type.toBe<{ action: 'decline' } | { action: 'cancel' }>()
+    }
+    const url = await ctx.elicitUrl('Sign in', 'https://example.com')
+    expect(url.action).type.toBe<'accept' | 'decline' | 'cancel'>()
+    expect(ctx.principal).type.toBe<string | null>()
+    expect(ctx.signal).type.toBe<AbortSignal>()
+    return `to ${args.to}`
+  })
+})
+
+test('the error family', () => {
+  expect(new ExpiredRequestStateError()).type.toBeAssignableTo<InvalidRequestStateError>()
+  expect(new InvalidRequestStateError('x')).type.toBeAssignableTo<McpError>()
+  expect(new ElicitationLedgerMismatchError(1).ordinal).type.toBe<number>()
+  expect(new McpError(-32602, 'x').code).type.toBe<number>()
+})
