@@ -165,8 +165,10 @@ export class McpContext {
    * `_meta` asked for a log level and `level` is at or above it.
    */
   log (level: LoggingLevel, data: unknown, logger?: string): void {
+    const rank = LOGGING_LEVELS.indexOf(level)
+    if (rank === -1) throw new TypeError(`level must be one of ${LOGGING_LEVELS.join(', ')}, got ${String(level)}`)
     const wanted = this.meta[META_LOG_LEVEL]
-    if (wanted === undefined || LOGGING_LEVELS.indexOf(level) < LOGGING_LEVELS.indexOf(wanted)) return
+    if (wanted === undefined || rank < LOGGING_LEVELS.indexOf(wanted)) return
     const params: JsonObject = { level, data }
     if (logger !== undefined) params.logger = logger
     this.sink.notify({ jsonrpc: '2.0', method: 'notifications/message', params })
