@@ -5,13 +5,52 @@ import type { ReplayPass } from './mrtr/engine.js'
 import type { RestoredState } from './mrtr/replay.js'
 import {
   LOGGING_LEVELS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, isPlainObject,
-  type ClientCapabilities, type Implementation, type JsonObject, type LoggingLevel, type RequestId, type RequestMeta,
+  type ClientCapabilities, type Implementation, type InputRequest, type JsonObject, type LoggingLevel, type RequestId, type RequestMeta,
 } from './protocol/wire.js'
 
 /** Where a context sends notifications: the request's reply stream. */
 export interface NotificationSink {
   notify (message: object): boolean
   readonly signal: AbortSignal
+}
+
+/** A message of a sampling request or result. */
+export interface SamplingMessage {
+  role: 'user' | 'assistant'
+  content: JsonObject | JsonObject[]
+  _meta?: JsonObject
+}
+
+/** The params of `sampling/createMessage`. */
+export interface CreateMessageParams {
+  messages: SamplingMessage[]
+  /** An integer. */
+  maxTokens: number
+  systemPrompt?: string
+  modelPreferences?: JsonObject
+  includeContext?: 'none' | 'thisServer' | 'allServers'
+  temperature?: number
+  stopSequences?: string[]
+  metadata?: JsonObject
+  tools?: JsonObject[]
+  toolChoice?: JsonObject
+  [key: string]: unknown
+}
+
+/** What the client's model answered. */
+export interface CreateMessageResult {
+  role: 'user' | 'assistant'
+  content: JsonObject | JsonObject[]
+  model: string
+  stopReason?: string
+  [key: string]: unknown
+}
+
+/** One root the client exposes. */
+export interface Root {
+  uri: string
+  name?: string
+  [key: string]: unknown
 }
 
 /** Options of `ctx.elicit` and `ctx.elicitUrl`. */
@@ -25,6 +64,30 @@ const NO_ANSWER_CHECK = (value: unknown): { ok: true, value: unknown } | { ok: f
   const action = value.action
   if (action === 'accept' || action === 'decline' || action === 'cancel') return { ok: true, value: { action } }
   return { ok: false, message: 'result.action must be one of accept, decline, cancel' }
+}
+
+function checkSamplingResult (value: unknown): { ok: true, value: unknown } | { ok: false, message: string } {
+  if (!isPlainObject(value)) return { ok: false, message: 'result must be an object' }
+  if (value.role !== 'user' && value.role !== 'assistant') return { ok: false, message: 'result.role must be user or assistant' }
+  if (!isPlainObject(value.content) && !Array.isArray(value.content)) return { ok: false, message: 'result.content must be an object or an array' }
+  if (typeof value.model !== 'string') return { ok: false, message: 'result.model must be a string' }
+  return { ok: true, value }
+}
+
+function checkRootsResult (value: unknown): { ok: true, value: unknown } | { ok: false, message: string } {
+  const roots = isPlainObject(value) ? value.roots : undefined
+  if (!Array.isArray(roots) || !roots.every((root) => isPlainObject(root) && typeof root.uri === 'string')) {
+    return { ok: false, message: 'result.roots must be an array of { uri }' }
+  }
+  return { ok: true, value: roots }
+}
+
+function samplingMissing (caps: ClientCapabilities, params: CreateMessageParams): Record<string, unknown> | undefined {
+  const sampling = caps.sampling
+  if (!isPlainObject(sampling)) return { sampling: {} }
+  if ((params.tools !== undefined || params.toolChoice !== undefined) && !isPlainObject(sampling.tools)) return { sampling: { tools: {} } }
+  if (params.includeContext !== undefined && params.includeContext !== 'none' && !isPlainObject(sampling.context)) return { sampling: { context: {} } }
+  return undefined
 }
 
 function formMissing (caps: ClientCapabilities): Record<string, unknown> | undefined {
@@ -134,11 +197,38 @@ export class McpContext {
       options.key, 'elicit', NO_ANSWER_CHECK, urlMissing(this.clientCapabilities)) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
   }
 
-  #ask (request: { method: 'elicitation/create', params: JsonObject }, key: string | undefined, prefix: string,
+  /**
+   * Asks the client's model for a completion (`sampling/createMessage`) through the same
+   * replay engine and idempotency contract as `elicit()`.
+   *
+   * @deprecated Sampling is deprecated by SEP-2577 (MCP 2026-07-28) and keeps working until at
+   * least 2027-07-28.
+   */
+  sample (params: CreateMessageParams, options: ElicitOptions = {}): Promise<CreateMessageResult> {
+    if (!isPlainObject(params) || !Array.isArray(params.messages) || !Number.isSafeInteger(params.maxTokens) || params.maxTokens <= 0) {
+      return Promise.reject(new TypeError('ctx.sample() needs { messages: [...], maxTokens: positive integer }'))
+    }
+    return this.#ask({ method: 'sampling/createMessage', params: params as JsonObject }, options.key, 'sample',
+      checkSamplingResult, samplingMissing(this.clientCapabilities, params)) as Promise<CreateMessageResult>
+  }
+
+  /**
+   * Asks the client for its roots (`roots/list`) through the same replay engine and idempotency
+   * contract as `elicit()`.
+   *
+   * @deprecated Roots are deprecated by SEP-2577 (MCP 2026-07-28) and keep working until at
+   * least 2027-07-28.
+   */
+  listRoots (options: ElicitOptions = {}): Promise<Root[]> {
+    return this.#ask({ method: 'roots/list', params: {} }, options.key, 'roots', checkRootsResult,
+      isPlainObject(this.clientCapabilities.roots) ? undefined : { roots: {} }) as Promise<Root[]>
+  }
+
+  #ask (request: InputRequest, key: string | undefined, prefix: string,
     accept: (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string },
     missing: Record<string, unknown> | undefined): Promise<unknown> {
     if (this.pass === undefined) {
-      return Promise.reject(new Error(`ctx.elicit() is only available in tools/call, prompts/get and resources/read handlers, not in ${this.method}`))
+      return Promise.reject(new Error(`input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, prompts/get and resources/read handlers, not in ${this.method}`))
     }
     return this.pass.ask(request, { key, prefix, accept, missing })
   }

@@ -1,19 +1,20 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { McpContext } from './context.js'
-import { discover } from './features/discover.js'
+import { Prompts } from './features/prompts.js'
 import { McpRegistry } from './features/registry.js'
+import { Resources } from './features/resources.js'
+import { InProcessBus, Subscriptions, type ChangeEvent, type NotificationBus } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
+import { methods } from './methods.js'
 import { RequestStateCodec, ephemeralKey, keysFromEnv, parseKeys } from './mrtr/codec.js'
 import { ReplayEngine } from './mrtr/replay.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
-import { Dispatcher } from './protocol/dispatch.js'
-import { paginate } from './features/pagination.js'
 import { mcpRoutes } from './transport/route.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Registers the tools (and later prompts and resources) the MCP endpoint serves. */
+    /** Registers the tools, prompts and resources the MCP endpoint serves. */
     mcp: McpRegistry
   }
   interface FastifyRequest {
@@ -39,44 +40,47 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     throw new TypeError(`mocapi: ${(error as Error).message}`)
   }
   const codec = new RequestStateCodec({ keys, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
-  const engine = new ReplayEngine(codec, options.maxRounds)
-  const tools = new Tools()
-  const registered = { get tools () { return tools.size } }
-  const dispatcher = new Dispatcher()
-  const lists = options.cache.lists
+  const features = {
+    tools: new Tools(),
+    prompts: new Prompts(),
+    resources: new Resources(),
+    subscriptions: new Subscriptions(),
+    engine: new ReplayEngine(codec, options.maxRounds),
+  }
+  const bus: NotificationBus = options.bus ?? new InProcessBus()
+  const unsubscribe = await bus.subscribe((event) => features.subscriptions.deliver(event))
+  // Registrations made while the app boots are not news to anyone.
+  let live = false
+  fastify.addHook('onReady', async () => { live = true })
+  const announce = (event: ChangeEvent): void => {
+    if (!live) return
+    Promise.resolve()
+      .then(() => bus.publish(event))
+      .catch((error: unknown) => fastify.log.error({ err: error }, 'mocapi could not publish a change event'))
+  }
 
-  dispatcher.define('server/discover', {
-    params: {},
-    run: async () => discover(options, registered),
-  })
-  dispatcher.define('tools/list', {
-    params: { cursor: 'string?' },
-    enabled: () => tools.size > 0,
-    run: async (ctx) => {
-      const { page, nextCursor } = paginate(tools.list(), ctx.params.cursor, options.pageSize)
-      return nextCursor === undefined
-        ? { tools: page, ttlMs: lists.ttlMs, cacheScope: lists.cacheScope }
-        : { tools: page, nextCursor, ttlMs: lists.ttlMs, cacheScope: lists.cacheScope }
-    },
-  })
-  dispatcher.define('tools/call', {
-    params: { name: 'string', arguments: 'object?' },
-    nameField: 'name',
-    interactive: true,
-    enabled: () => tools.size > 0,
-    run: (ctx) => tools.call(ctx, engine),
-  })
-
-  fastify.decorate('mcp', new McpRegistry(tools))
+  fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
-  await fastify.register(mcpRoutes(options, dispatcher, engine))
+  // Open listen streams end first, so the server can close with no request left hanging.
+  fastify.addHook('preClose', async () => { features.subscriptions.closeAll() })
+  fastify.addHook('onClose', async () => {
+    unsubscribe()
+    await bus.close?.()
+  })
+  await fastify.register(mcpRoutes(options, methods(options, features), features.engine))
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */
 export const mocapiPlugin = fp(mocapi, { fastify: '5.x', name: 'mocapi' })
 export default mocapiPlugin
 
-export { McpContext, type ElicitOptions } from './context.js'
+export { McpContext, type ElicitOptions, type CreateMessageParams, type CreateMessageResult, type Root, type SamplingMessage } from './context.js'
+export type { Completer, CompletionContext, CompletionSource } from './features/completions.js'
+export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, GetPromptResult } from './features/prompts.js'
+export type {
+  ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, ResourceContents, ResourceReturn,
+} from './features/resources.js'
+export { InProcessBus, type NotificationBus, type ChangeEvent } from './features/subscriptions.js'
 export { requestedSchema, type RequestedSchemaBuilder, type RequestedSchema, type Infer } from './elicitation/schema.js'
 export type { ElicitAnswer } from './elicitation/validate.js'
 export {

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify'
+import type { NotificationBus } from './features/subscriptions.js'
 
 /** `ttlMs` and `cacheScope` stamped on a cacheable result. */
 export interface CacheHint {
@@ -40,6 +41,8 @@ export interface MocapiOptions {
   pageSize?: number
   /** Largest request body, in bytes. Default 1 MiB. */
   bodyLimit?: number
+  /** Carries list-change and resource-update events between nodes. Default: in-process only. */
+  bus?: NotificationBus
   /** Caching hints of `server/discover` (default 1 hour, public) and of the lists (default 5 minutes, public). */
   cache?: {
     discover?: CacheHint
@@ -62,6 +65,7 @@ export interface ResolvedOptions {
   pageSize: number
   bodyLimit: number
   cache: { discover: Required<CacheHint>, lists: Required<CacheHint>, resources: Required<CacheHint> }
+  bus: NotificationBus | undefined
 }
 
 export const DEFAULT_TTL = 300_000
@@ -72,7 +76,7 @@ export const DEFAULT_MAX_TOKEN_LENGTH = 65_536
 export const MOCAPI_VERSION = '0.1.0'
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 
@@ -169,6 +173,11 @@ export function resolveOptions (input: unknown): ResolvedOptions {
   if (!isPlainObject(cache)) fail(`cache must be an object, got ${describe(cache)}`)
   checkKnown(cache, KNOWN_CACHE, 'cache.')
 
+  const bus = opts.bus
+  if (bus !== undefined && (!isPlainObject(bus) || typeof bus.publish !== 'function' || typeof bus.subscribe !== 'function')) {
+    fail(`bus must have publish() and subscribe() methods, got ${describe(bus)}`)
+  }
+
   return {
     path,
     serverInfo,
@@ -187,5 +196,6 @@ export function resolveOptions (input: unknown): ResolvedOptions {
       lists: cacheHint(cache.lists, 'cache.lists', { ttlMs: 300_000, cacheScope: 'public' }),
       resources: cacheHint(cache.resources, 'cache.resources', { ttlMs: 60_000, cacheScope: 'public' }),
     },
+    bus: bus as NotificationBus | undefined,
   }
 }

@@ -1,15 +1,25 @@
 import type { ResolvedOptions } from '../options.js'
 import { SUPPORTED_VERSIONS, type JsonObject } from '../protocol/wire.js'
 
+/** How many of each kind are registered now. */
+export interface Registered {
+  readonly tools: number
+  readonly prompts: number
+  readonly resources: number
+}
+
 /** What the server advertises, derived from what is registered now. */
-export function capabilities (registered: { tools: number }): JsonObject {
+export function capabilities (registered: Registered): JsonObject {
   const caps: JsonObject = {}
-  if (registered.tools > 0) caps.tools = {}
+  if (registered.tools > 0) caps.tools = { listChanged: true }
+  if (registered.prompts > 0) caps.prompts = { listChanged: true }
+  if (registered.resources > 0) caps.resources = { listChanged: true, subscribe: true }
+  if (registered.prompts > 0 || registered.resources > 0) caps.completions = {}
   return caps
 }
 
 /** The `server/discover` result. */
-export function discover (options: ResolvedOptions, registered: { tools: number }): JsonObject {
+export function discover (options: ResolvedOptions, registered: Registered): JsonObject {
   const result: JsonObject = {
     supportedVersions: SUPPORTED_VERSIONS,
     capabilities: capabilities(registered),

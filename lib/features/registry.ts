@@ -1,15 +1,24 @@
+import type { PromptDefinition, PromptHandler, Prompts } from './prompts.js'
+import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './resources.js'
+import type { ChangeEvent } from './subscriptions.js'
 import type { ToolDefinition, ToolHandler, Tools } from './tools.js'
 
 /**
  * `app.mcp`: registers what the server offers. Tools, prompts and resources may be added
- * and removed at any time; lists reflect the change on the next request.
+ * and removed at any time; listeners of `subscriptions/listen` are told of each change.
  */
 export class McpRegistry {
   readonly #tools: Tools
+  readonly #prompts: Prompts
+  readonly #resources: Resources
+  readonly #announce: (event: ChangeEvent) => void
 
   /** @internal */
-  constructor (tools: Tools) {
-    this.#tools = tools
+  constructor (parts: { tools: Tools, prompts: Prompts, resources: Resources, announce: (event: ChangeEvent) => void }) {
+    this.#tools = parts.tools
+    this.#prompts = parts.prompts
+    this.#resources = parts.resources
+    this.#announce = parts.announce
   }
 
   /**
@@ -18,16 +27,83 @@ export class McpRegistry {
    */
   tool<Args = Record<string, any>> (definition: ToolDefinition, handler: ToolHandler<Args>): this {
     this.#tools.add(definition, handler as ToolHandler)
+    this.#announce({ kind: 'tools' })
     return this
   }
 
   /** Removes a tool; true when it was registered. */
   removeTool (name: string): boolean {
-    return this.#tools.remove(name)
+    return this.#changed('tools', this.#tools.remove(name))
   }
 
   /** The registered tools' definitions, in `tools/list` order. */
   listTools (): ToolDefinition[] {
     return [...this.#tools.list()]
+  }
+
+  /** Registers a prompt. Its handler follows the same replay rules as a tool's. */
+  prompt<Args = Record<string, string>> (definition: PromptDefinition, handler: PromptHandler<Args>): this {
+    this.#prompts.add(definition, handler as PromptHandler)
+    this.#announce({ kind: 'prompts' })
+    return this
+  }
+
+  /** Removes a prompt; true when it was registered. */
+  removePrompt (name: string): boolean {
+    return this.#changed('prompts', this.#prompts.remove(name))
+  }
+
+  /** The registered prompts' definitions, in `prompts/list` order. */
+  listPrompts (): PromptDefinition[] {
+    return [...this.#prompts.list()]
+  }
+
+  /** Registers a resource at a fixed URI. */
+  resource (definition: ResourceDefinition, handler: ResourceHandler): this {
+    this.#resources.add(definition, handler)
+    this.#announce({ kind: 'resources' })
+    return this
+  }
+
+  /** Removes a resource; true when it was registered. */
+  removeResource (uri: string): boolean {
+    return this.#changed('resources', this.#resources.remove(uri))
+  }
+
+  /** The registered resources, in `resources/list` order. */
+  listResources (): ResourceDefinition[] {
+    return [...this.#resources.list()]
+  }
+
+  /** Registers a resource template (RFC 6570 level 1, such as `users://{id}/profile`). */
+  resourceTemplate (definition: ResourceTemplateDefinition, handler: ResourceTemplateHandler): this {
+    this.#resources.addTemplate(definition, handler)
+    this.#announce({ kind: 'resources' })
+    return this
+  }
+
+  /** Removes a resource template; true when it was registered. */
+  removeResourceTemplate (uriTemplate: string): boolean {
+    return this.#changed('resources', this.#resources.removeTemplate(uriTemplate))
+  }
+
+  /** The registered resource templates, in `resources/templates/list` order. */
+  listResourceTemplates (): ResourceTemplateDefinition[] {
+    return [...this.#resources.listTemplates()]
+  }
+
+  /** Tells listeners that a list changed for a reason mocapi cannot see (say, a per-user catalogue). */
+  notifyListChanged (kind: 'tools' | 'prompts' | 'resources'): void {
+    this.#announce({ kind })
+  }
+
+  /** Tells listeners subscribed to `uri` that the resource changed. */
+  notifyResourceUpdated (uri: string): void {
+    this.#announce({ kind: 'resource', uri })
+  }
+
+  #changed (kind: 'tools' | 'prompts' | 'resources', removed: boolean): boolean {
+    if (removed) this.#announce({ kind })
+    return removed
   }
 }

@@ -3,6 +3,7 @@ import type { McpContext } from '../context.js'
 import { McpError, invalidParams } from '../errors.js'
 import type { ReplayEngine, InputRequiredResult } from '../mrtr/replay.js'
 import { isPlainObject, type CallToolResult, type ContentBlock, type JsonObject } from '../protocol/wire.js'
+import { runInteractive } from './interactive.js'
 import { compileSchema, describeErrors } from './schema-compiler.js'
 
 /** What `tools/list` tells clients about a tool. */
@@ -109,10 +110,7 @@ export class Tools {
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
     let outcome
     try {
-      outcome = await engine.run((pass) => {
-        ctx.pass = pass
-        return Promise.resolve(tool.handler(args, ctx))
-      }, { method: ctx.method, params: ctx.params, principal: ctx.principal, restored: ctx.restored, log: ctx.request.log, label: `tool ${name}` })
+      outcome = await runInteractive(ctx, engine, `tool ${name}`, () => tool.handler(args, ctx))
     } catch (error) {
       if (error instanceof McpError) throw error
       ctx.request.log.debug({ err: error }, 'mocapi tool handler threw')

@@ -15,6 +15,6 @@ t.test('server/discover: versions, capabilities from what is registered, caching
   })
   app.mcp.tool({ name: 'one' }, () => '1')
   const withTools = await call(app, 'server/discover')
-  t.same(withTools.body.result.capabilities, { tools: {} })
+  t.same(withTools.body.result.capabilities, { tools: { listChanged: true } })
   t.notOk('instructions' in (await call(await build(t), 'server/discover')).body.result)
 })

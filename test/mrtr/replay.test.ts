@@ -285,7 +285,7 @@ t.test('elicit outside an interactive handler is refused', async (t) => {
     await request.mcp?.elicit('Hi', requestedSchema().string('x')).catch((error: Error) => { message = error.message })
   })
   await call(app, 'server/discover')
-  t.equal(message, 'ctx.elicit() is only available in tools/call, prompts/get and resources/read handlers, not in server/discover')
+  t.equal(message, 'input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, prompts/get and resources/read handlers, not in server/discover')
 })
 
 t.test('each pass logs one debug line, and answers never appear in logs', async (t) => {

@@ -1,0 +1,238 @@
+import type { McpContext } from '../context.js'
+import { invalidParams } from '../errors.js'
+import type { InputRequiredResult, ReplayEngine } from '../mrtr/replay.js'
+import type { CacheHint } from '../options.js'
+import { isPlainObject, type JsonObject } from '../protocol/wire.js'
+import { toCompleter, type Completer, type CompletionSource } from './completions.js'
+import { runInteractive } from './interactive.js'
+
+/** A resource's definition, as `resources/list` shows it. */
+export interface ResourceDefinition {
+  uri: string
+  name: string
+  title?: string
+  description?: string
+  mimeType?: string
+  size?: number
+  annotations?: JsonObject
+  icons?: JsonObject[]
+  _meta?: JsonObject
+  /** Caching hints of its `resources/read` result; default the `cache.resources` option. Not listed. */
+  cache?: CacheHint
+}
+
+/** A resource template's definition (RFC 6570 level 1: `{name}` expressions only). */
+export interface ResourceTemplateDefinition {
+  uriTemplate: string
+  name: string
+  title?: string
+  description?: string
+  mimeType?: string
+  annotations?: JsonObject
+  icons?: JsonObject[]
+  _meta?: JsonObject
+  /** Values for `completion/complete`, per template variable. Not listed. */
+  complete?: Record<string, CompletionSource>
+  /** Caching hints of its `resources/read` results. Not listed. */
+  cache?: CacheHint
+}
+
+/** One item of `contents`: text or base64 `blob`. */
+export type ResourceContents =
+  | { uri: string, mimeType?: string, text: string, _meta?: JsonObject }
+  | { uri: string, mimeType?: string, blob: string, _meta?: JsonObject }
+
+/**
+ * What a resource handler returns: a string (text), bytes (a blob), one contents item, an array
+ * of them, or `{ contents }`. `uri` and `mimeType` default to the resource's own.
+ */
+export type ResourceReturn = string | Uint8Array | Partial<ResourceContents> | Array<Partial<ResourceContents>> | { contents: Array<Partial<ResourceContents>> }
+
+/** Reads a resource: `(uri, ctx)`. It re-runs on every input-required round. */
+export type ResourceHandler = (uri: string, ctx: McpContext) => ResourceReturn | Promise<ResourceReturn>
+
+/** Reads a templated resource: `(uri, variables, ctx)`; `undefined` means not found. */
+export type ResourceTemplateHandler = (uri: string, variables: Record<string, string>, ctx: McpContext) =>
+  ResourceReturn | undefined | Promise<ResourceReturn | undefined>
+
+interface Entry { mimeType?: string, cache: Required<CacheHint> | undefined }
+interface Resource extends Entry { listed: ResourceDefinition, handler: ResourceHandler }
+interface Template extends Entry {
+  listed: ResourceTemplateDefinition
+  handler: ResourceTemplateHandler
+  pattern: RegExp
+  variables: string[]
+  completers: Map<string, Completer>
+}
+
+const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeType', 'size', 'annotations', 'icons', '_meta', 'cache'])
+const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache'])
+const EXPRESSION = /\{([^}]*)\}/g
+const VARNAME = /^[A-Za-z0-9_]+$/
+// A level-1 expansion percent-encodes everything but unreserved characters.
+const EXPANDED = '((?:[A-Za-z0-9\\-._~]|%[0-9A-Fa-f]{2})+)'
+
+function checkFields (value: object, known: Set<string>, where: string): void {
+  for (const key of Object.keys(value)) {
+    if (!known.has(key)) throw new TypeError(`mocapi: ${where} has an unknown field "${key}"`)
+  }
+}
+
+function cacheOf (cache: unknown, where: string): Required<CacheHint> | undefined {
+  if (cache === undefined) return undefined
+  if (!isPlainObject(cache) || !Number.isSafeInteger(cache.ttlMs) || (cache.ttlMs as number) < 0 ||
+    (cache.cacheScope !== 'public' && cache.cacheScope !== 'private')) {
+    throw new TypeError(`mocapi: ${where} cache must be { ttlMs: non-negative integer, cacheScope: 'public' | 'private' }`)
+  }
+  return { ttlMs: cache.ttlMs as number, cacheScope: cache.cacheScope }
+}
+
+/** Compiles a level-1 URI template into a matcher; throws on anything beyond `{name}`. */
+export function compileTemplate (template: string, where: string): { pattern: RegExp, variables: string[] } {
+  if (/[{}]/.test(template.replace(EXPRESSION, ''))) throw new TypeError(`mocapi: ${where} has an unbalanced brace`)
+  const variables: string[] = []
+  let source = '^'
+  let last = 0
+  for (const match of template.matchAll(EXPRESSION)) {
+    const name = match[1]
+    if (!VARNAME.test(name)) throw new TypeError(`mocapi: ${where} uses "{${name}}": only RFC 6570 level-1 expressions like {id} are supported`)
+    if (variables.includes(name)) throw new TypeError(`mocapi: ${where} repeats the variable "${name}"`)
+    variables.push(name)
+    source += escape(template.slice(last, match.index)) + EXPANDED
+    last = match.index + match[0].length
+  }
+  return { pattern: new RegExp(source + escape(template.slice(last)) + '$'), variables }
+}
+
+function escape (text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+function stripLocal<T extends object> (definition: T): T {
+  const { cache, complete, ...listed } = definition as T & { cache?: unknown, complete?: unknown }
+  return listed as T
+}
+
+/** The resources and resource templates of one server. */
+export class Resources {
+  readonly #resources = new Map<string, Resource>()
+  readonly #templates = new Map<string, Template>()
+  #listed: ResourceDefinition[] | undefined
+  #listedTemplates: ResourceTemplateDefinition[] | undefined
+
+  get size (): number {
+    return this.#resources.size + this.#templates.size
+  }
+
+  get templateCount (): number {
+    return this.#templates.size
+  }
+
+  /** Registers a resource at a fixed URI. */
+  add (definition: ResourceDefinition, handler: ResourceHandler): void {
+    if (!isPlainObject(definition)) throw new TypeError('mocapi: a resource definition must be an object')
+    const { uri, name } = definition
+    if (typeof uri !== 'string' || !URL.canParse(uri)) throw new TypeError(`mocapi: resource uri must be an absolute URI, got ${JSON.stringify(uri)}`)
+    if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: resource "${uri}" needs a non-empty name`)
+    if (this.#resources.has(uri)) throw new TypeError(`mocapi: resource "${uri}" is already registered`)
+    checkFields(definition, RESOURCE_FIELDS, `resource "${uri}"`)
+    if (typeof handler !== 'function') throw new TypeError(`mocapi: resource "${uri}" needs a handler function`)
+    this.#resources.set(uri, { listed: stripLocal(definition), handler, mimeType: definition.mimeType, cache: cacheOf(definition.cache, `resource "${uri}"`) })
+    this.#listed = undefined
+  }
+
+  /** Registers a resource template. */
+  addTemplate (definition: ResourceTemplateDefinition, handler: ResourceTemplateHandler): void {
+    if (!isPlainObject(definition)) throw new TypeError('mocapi: a resource template definition must be an object')
+    const { uriTemplate, name } = definition
+    if (typeof uriTemplate !== 'string' || uriTemplate === '') throw new TypeError(`mocapi: uriTemplate must be a non-empty string, got ${JSON.stringify(uriTemplate)}`)
+    const where = `resource template "${uriTemplate}"`
+    if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: ${where} needs a non-empty name`)
+    if (this.#templates.has(uriTemplate)) throw new TypeError(`mocapi: ${where} is already registered`)
+    checkFields(definition, TEMPLATE_FIELDS, where)
+    if (typeof handler !== 'function') throw new TypeError(`mocapi: ${where} needs a handler function`)
+    const { pattern, variables } = compileTemplate(uriTemplate, where)
+    const completers = new Map<string, Completer>()
+    const complete = definition.complete ?? {}
+    if (!isPlainObject(complete)) throw new TypeError(`mocapi: ${where} complete must be an object keyed by variable`)
+    for (const [variable, source] of Object.entries(complete)) {
+      if (!variables.includes(variable)) throw new TypeError(`mocapi: ${where} complete names "${variable}", which is not one of its variables`)
+      completers.set(variable, toCompleter(source, `${where} complete.${variable}`)!)
+    }
+    this.#templates.set(uriTemplate, {
+      listed: stripLocal(definition), handler, pattern, variables, completers, mimeType: definition.mimeType, cache: cacheOf(definition.cache, where),
+    })
+    this.#listedTemplates = undefined
+  }
+
+  remove (uri: string): boolean {
+    const removed = this.#resources.delete(uri)
+    if (removed) this.#listed = undefined
+    return removed
+  }
+
+  removeTemplate (uriTemplate: string): boolean {
+    const removed = this.#templates.delete(uriTemplate)
+    if (removed) this.#listedTemplates = undefined
+    return removed
+  }
+
+  list (): ResourceDefinition[] {
+    this.#listed ??= [...this.#resources.values()].map((resource) => resource.listed)
+    return this.#listed
+  }
+
+  listTemplates (): ResourceTemplateDefinition[] {
+    this.#listedTemplates ??= [...this.#templates.values()].map((template) => template.listed)
+    return this.#listedTemplates
+  }
+
+  /** The completer of one template variable; -32602 when the template is unknown. */
+  completer (uriTemplate: string, variable: string): Completer | undefined {
+    const template = this.#templates.get(uriTemplate)
+    if (template === undefined) throw invalidParams(`Unknown resource template: ${uriTemplate}`)
+    return template.completers.get(variable)
+  }
+
+  /** Runs `resources/read`: a fixed resource first, then the first template that matches. */
+  async read (ctx: McpContext, engine: ReplayEngine, fallback: Required<CacheHint>): Promise<JsonObject | InputRequiredResult> {
+    const uri = ctx.params.uri as string
+    const notFound = () => invalidParams('Resource not found', 200, { uri })
+    let entry: Entry | undefined = this.#resources.get(uri)
+    let run: (() => ResourceReturn | undefined | Promise<ResourceReturn | undefined>) | undefined
+    if (entry !== undefined) {
+      const resource = entry as Resource
+      run = () => resource.handler(uri, ctx)
+    } else {
+      for (const template of this.#templates.values()) {
+        const match = template.pattern.exec(uri)
+        if (match === null) continue
+        const variables: Record<string, string> = {}
+        template.variables.forEach((name, i) => { variables[name] = decodeURIComponent(match[i + 1]) })
+        entry = template
+        run = () => template.handler(uri, variables, ctx)
+        break
+      }
+    }
+    if (entry === undefined || run === undefined) throw notFound()
+    const outcome = await runInteractive(ctx, engine, `resource ${uri}`, run)
+    if (!('complete' in outcome)) return outcome
+    if (outcome.complete === undefined || outcome.complete === null) throw notFound()
+    const contents = toContents(outcome.complete, uri, entry.mimeType)
+    const cache = entry.cache ?? fallback
+    return { contents, ttlMs: cache.ttlMs, cacheScope: cache.cacheScope }
+  }
+}
+
+function toContents (value: ResourceReturn, uri: string, mimeType: string | undefined): ResourceContents[] {
+  const items = typeof value === 'string' || value instanceof Uint8Array
+    ? [value]
+    : Array.isArray(value) ? value : Array.isArray((value as { contents?: unknown }).contents) ? (value as { contents: unknown[] }).contents : [value]
+  return items.map((item) => {
+    const base = mimeType === undefined ? { uri } : { uri, mimeType }
+    if (typeof item === 'string') return { ...base, text: item }
+    if (item instanceof Uint8Array) return { ...base, blob: Buffer.from(item).toString('base64') }
+    if (isPlainObject(item) && (typeof item.text === 'string' || typeof item.blob === 'string')) return { ...base, ...item } as ResourceContents
+    throw new TypeError(`the handler of resource ${uri} returned contents without text or blob`)
+  })
+}
