@@ -1,0 +1,150 @@
+/**
+ * The fixtures the official MCP conformance suite expects, served by mocapi:
+ * `PORT=4711 npm run conformance:server` listens on http://127.0.0.1:$PORT/mcp.
+ */
+import Fastify from 'fastify'
+import mocapi, { McpError, requestedSchema, type McpContext } from '../lib/index.js'
+
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
+const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
+const NO_ARGS = { type: 'object', properties: {} }
+
+export async function conformanceServer (logLevel = 'warn') {
+  const app = Fastify({ logger: { level: logLevel } })
+  await app.register(mocapi, { serverInfo: { name: 'mocapi-conformance', version: '1.0.0' } })
+  const mcp = app.mcp
+  const tool = (name: string, description: string, handler: (args: any, ctx: McpContext) => unknown) =>
+    mcp.tool({ name, description, inputSchema: NO_ARGS }, handler)
+
+  tool('test_simple_text', 'Returns one text block', () => 'This is a simple text response for testing.')
+  tool('test_image_content', 'Returns one image', () => [{ type: 'image', data: PNG, mimeType: 'image/png' }])
+  tool('test_audio_content', 'Returns one audio clip', () => [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }])
+  tool('test_embedded_resource', 'Returns an embedded resource', () => [{
+    type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
+  }])
+  tool('test_multiple_content_types', 'Returns text, an image and a resource', () => [
+    { type: 'text', text: 'Multiple content types test:' },
+    { type: 'image', data: PNG, mimeType: 'image/png' },
+    { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' } },
+  ])
+  tool('test_error_handling', 'Fails on purpose', () => { throw new Error('This tool intentionally returns an error for testing') })
+  tool('test_tool_with_progress', 'Reports progress three times', async (_args, ctx) => {
+    for (const progress of [0, 50, 100]) {
+      ctx.progress(progress, 100)
+      if (progress < 100) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    return `Progress complete (${String(ctx.meta.progressToken ?? 'no token')})`
+  })
+  tool('test_missing_capability', 'Needs the sampling capability', (_args, ctx) => {
+    if (ctx.clientCapabilities.sampling === undefined) {
+      throw new McpError(-32021, 'This tool requires the sampling client capability', { statusCode: 400, data: { requiredCapabilities: { sampling: {} } } })
+    }
+    return 'sampling is available'
+  })
+  tool('test_streaming_elicitation', 'Asks for a name without server-to-client requests', async (_args, ctx) => {
+    const answer = await ctx.elicit('What is your name?', requestedSchema().string('name'), { key: 'user_name' })
+    return answer.action === 'accept' ? `Hello, ${answer.content.name}!` : 'No name given'
+  })
+  tool('test_logging_tool', 'Logs when the request asks for a log level', (_args, ctx) => {
+    ctx.log('info', 'test_logging_tool ran')
+    return 'logged'
+  })
+  tool('test_trigger_tool_change', 'Announces a tools list change', () => {
+    mcp.notifyListChanged('tools')
+    return 'tools/list_changed sent'
+  })
+  tool('test_trigger_prompt_change', 'Announces a prompts list change', () => {
+    mcp.notifyListChanged('prompts')
+    return 'prompts/list_changed sent'
+  })
+
+  const name = requestedSchema().string('name')
+  tool('test_input_required_result_elicitation', 'Asks for a name, then greets', async (_args, ctx) => {
+    const answer = await ctx.elicit('What is your name?', name, { key: 'user_name' })
+    return answer.action === 'accept' ? `Hello, ${answer.content.name}!` : `No name (${answer.action})`
+  })
+  tool('test_input_required_result_sampling', 'Asks the client model a question', async (_args, ctx) => {
+    const answer = await ctx.sample({
+      messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100,
+    }, { key: 'capital_question' })
+    return `The model said: ${JSON.stringify(answer.content)}`
+  })
+  tool('test_input_required_result_list_roots', 'Asks the client for its roots', async (_args, ctx) => {
+    const roots = await ctx.listRoots({ key: 'client_roots' })
+    return `Roots: ${roots.map((root) => root.uri).join(', ')}`
+  })
+  tool('test_input_required_result_request_state', 'Asks for confirmation, carrying requestState', async (_args, ctx) => {
+    const answer = await ctx.elicit('Please confirm', requestedSchema().boolean('ok'), { key: 'confirm' })
+    return `state-ok: requestState validated (${answer.action})`
+  })
+  tool('test_input_required_result_multiple_inputs', 'Asks for three kinds of input in one round', async (_args, ctx) => {
+    const [user, greeting, roots] = await Promise.all([
+      ctx.elicit('What is your name?', name, { key: 'user_name' }),
+      ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 }, { key: 'greeting' }),
+      ctx.listRoots({ key: 'client_roots' }),
+    ])
+    return `${user.action === 'accept' ? user.content.name : 'someone'}, ${JSON.stringify(greeting.content)}, ${roots.length} root(s)`
+  })
+  tool('test_input_required_result_multi_round', 'Asks two questions in two rounds', async (_args, ctx) => {
+    const first = await ctx.elicit('Step 1: What is your name?', name, { key: 'step1' })
+    const second = await ctx.elicit('Step 2: What is your favorite color?', requestedSchema().string('color'), { key: 'step2' })
+    const who = first.action === 'accept' ? first.content.name : 'someone'
+    return `${who} likes ${second.action === 'accept' ? second.content.color : 'no colour'}`
+  })
+  tool('test_input_required_result_tampered_state', 'Asks for confirmation; a tampered state is refused', async (_args, ctx) => {
+    const answer = await ctx.elicit('Please confirm', requestedSchema().boolean('ok'), { key: 'confirm' })
+    return `confirmed: ${answer.action}`
+  })
+  tool('test_input_required_result_capabilities', 'Asks only for what the client declared', async (_args, ctx) => {
+    const caps = ctx.clientCapabilities
+    const asks: Array<Promise<unknown>> = []
+    if (caps.elicitation !== undefined) asks.push(ctx.elicit('What is your name?', name, { key: 'user_name' }))
+    if (caps.sampling !== undefined) {
+      asks.push(ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }], maxTokens: 20 }, { key: 'hello' }))
+    }
+    if (caps.roots !== undefined) asks.push(ctx.listRoots({ key: 'client_roots' }))
+    await Promise.all(asks)
+    return `asked ${asks.length} thing(s)`
+  })
+
+  mcp.prompt({ name: 'test_simple_prompt', description: 'A prompt without arguments' }, () => 'This is a simple prompt for testing.')
+  mcp.prompt({
+    name: 'test_prompt_with_arguments',
+    description: 'A prompt with two arguments',
+    arguments: [
+      { name: 'arg1', description: 'First argument', required: true, complete: ['test', 'testing', 'tested'] },
+      { name: 'arg2', description: 'Second argument', required: true },
+    ],
+  }, (args) => `Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'`)
+  mcp.prompt({
+    name: 'test_prompt_with_embedded_resource',
+    description: 'A prompt that embeds a resource',
+    arguments: [{ name: 'resourceUri', description: 'The resource to embed', required: true }],
+  }, (args) => [
+    { role: 'user', content: { type: 'resource', resource: { uri: args.resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' } } },
+    { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
+  ])
+  mcp.prompt({ name: 'test_prompt_with_image', description: 'A prompt with an image' }, () => [
+    { role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } },
+    { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
+  ])
+  mcp.prompt({ name: 'test_input_required_result_prompt', description: 'Asks for context before building the prompt' }, async (_args, ctx) => {
+    const answer = await ctx.elicit('What context should the prompt use?', requestedSchema().string('context'), { key: 'user_context' })
+    const context = answer.action === 'accept' ? answer.content.context : 'none'
+    return `Use this context: ${context}`
+  })
+
+  mcp.resource({ uri: 'test://static-text', name: 'static-text', description: 'A static text resource', mimeType: 'text/plain' },
+    () => 'This is the content of the static text resource.')
+  mcp.resource({ uri: 'test://static-binary', name: 'static-binary', description: 'A static PNG', mimeType: 'image/png' },
+    () => Buffer.from(PNG, 'base64'))
+  mcp.resourceTemplate({ uriTemplate: 'test://template/{id}/data', name: 'template', description: 'Data by id', mimeType: 'application/json' },
+    (_uri, { id }) => JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }))
+
+  return app
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const app = await conformanceServer(process.env.LOG_LEVEL)
+  await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 4711) })
+}
