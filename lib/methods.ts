@@ -26,6 +26,7 @@ export function methods (options: ResolvedOptions, features: Features): Dispatch
     get tools () { return tools.size },
     get prompts () { return prompts.size },
     get resources () { return resources.size },
+    get templates () { return resources.templateCount },
   }
   const lists = options.cache.lists
   const page = (key: string, items: readonly unknown[], cursor: unknown): JsonObject => {
@@ -61,7 +62,7 @@ export function methods (options: ResolvedOptions, features: Features): Dispatch
 
   dispatcher.define('completion/complete', {
     params: { ref: 'object', argument: 'object', context: 'object?' },
-    enabled: () => prompts.size > 0 || resources.templateCount > 0,
+    enabled: () => registered.prompts > 0 || registered.templates > 0,
     run: async (ctx) => {
       const ref = ctx.params.ref as JsonObject
       const argument = ctx.params.argument as JsonObject

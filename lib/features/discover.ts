@@ -6,6 +6,7 @@ export interface Registered {
   readonly tools: number
   readonly prompts: number
   readonly resources: number
+  readonly templates: number
 }
 
 /** What the server advertises, derived from what is registered now. */
@@ -14,7 +15,7 @@ export function capabilities (registered: Registered): JsonObject {
   if (registered.tools > 0) caps.tools = { listChanged: true }
   if (registered.prompts > 0) caps.prompts = { listChanged: true }
   if (registered.resources > 0) caps.resources = { listChanged: true, subscribe: true }
-  if (registered.prompts > 0 || registered.resources > 0) caps.completions = {}
+  if (registered.prompts > 0 || registered.templates > 0) caps.completions = {}
   return caps
 }
 
