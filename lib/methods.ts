@@ -29,9 +29,10 @@ export function methods (options: ResolvedOptions, features: Features): Dispatch
     get templates () { return resources.templateCount },
   }
   const lists = options.cache.lists
-  const page = (key: string, items: readonly unknown[], cursor: unknown): JsonObject => {
-    const { page, nextCursor } = paginate(items, cursor, options.pageSize)
-    const result: JsonObject = { [key]: page, ttlMs: lists.ttlMs, cacheScope: lists.cacheScope }
+  // A list that varies by caller (some item has canAccess) is never cached as public.
+  const page = async (key: string, items: Promise<readonly unknown[]>, cursor: unknown, varies: boolean): Promise<JsonObject> => {
+    const { page, nextCursor } = paginate(await items, cursor, options.pageSize)
+    const result: JsonObject = { [key]: page, ttlMs: lists.ttlMs, cacheScope: varies ? 'private' : lists.cacheScope }
     if (nextCursor !== undefined) result.nextCursor = nextCursor
     return result
   }
@@ -42,19 +43,19 @@ export function methods (options: ResolvedOptions, features: Features): Dispatch
   const dispatcher = new Dispatcher()
   dispatcher.define('server/discover', { params: {}, run: async () => discover(options, registered) })
 
-  dispatcher.define('tools/list', { params: { cursor: 'string?' }, enabled: hasTools, run: async (ctx) => page('tools', tools.list(), ctx.params.cursor) })
+  dispatcher.define('tools/list', { params: { cursor: 'string?' }, enabled: hasTools, run: (ctx) => page('tools', tools.visible(ctx), ctx.params.cursor, tools.varies) })
   dispatcher.define('tools/call', {
     params: { name: 'string', arguments: 'object?' }, nameField: 'name', interactive: true, enabled: hasTools, run: (ctx) => tools.call(ctx, engine),
   })
 
-  dispatcher.define('prompts/list', { params: { cursor: 'string?' }, enabled: hasPrompts, run: async (ctx) => page('prompts', prompts.list(), ctx.params.cursor) })
+  dispatcher.define('prompts/list', { params: { cursor: 'string?' }, enabled: hasPrompts, run: (ctx) => page('prompts', prompts.visible(ctx), ctx.params.cursor, prompts.varies) })
   dispatcher.define('prompts/get', {
     params: { name: 'string', arguments: 'object?' }, nameField: 'name', interactive: true, enabled: hasPrompts, run: (ctx) => prompts.get(ctx, engine),
   })
 
-  dispatcher.define('resources/list', { params: { cursor: 'string?' }, enabled: hasResources, run: async (ctx) => page('resources', resources.list(), ctx.params.cursor) })
+  dispatcher.define('resources/list', { params: { cursor: 'string?' }, enabled: hasResources, run: (ctx) => page('resources', resources.visible(ctx), ctx.params.cursor, resources.varies) })
   dispatcher.define('resources/templates/list', {
-    params: { cursor: 'string?' }, enabled: hasResources, run: async (ctx) => page('resourceTemplates', resources.listTemplates(), ctx.params.cursor),
+    params: { cursor: 'string?' }, enabled: hasResources, run: (ctx) => page('resourceTemplates', resources.visibleTemplates(ctx), ctx.params.cursor, resources.varies),
   })
   dispatcher.define('resources/read', {
     params: { uri: 'string' }, nameField: 'uri', interactive: true, enabled: hasResources, run: (ctx) => resources.read(ctx, engine, options.cache.resources),
@@ -75,8 +76,8 @@ export function methods (options: ResolvedOptions, features: Features): Dispatch
         throw invalidParams('params.context.arguments must be an object of strings')
       }
       let completer
-      if (ref.type === 'ref/prompt' && typeof ref.name === 'string') completer = prompts.completer(ref.name, argument.name)
-      else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') completer = resources.completer(ref.uri, argument.name)
+      if (ref.type === 'ref/prompt' && typeof ref.name === 'string') completer = await prompts.completer(ref.name, argument.name, ctx)
+      else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') completer = await resources.completer(ref.uri, argument.name, ctx)
       else throw invalidParams('params.ref must be { type: "ref/prompt", name } or { type: "ref/resource", uri }')
       return complete(completer, argument.value, { arguments: (resolved ?? {}) as Record<string, string> })
     },

@@ -3,6 +3,7 @@ import { invalidParams } from '../errors.js'
 import type { InputRequiredResult, ReplayEngine } from '../mrtr/replay.js'
 import { isPlainObject, type ContentBlock, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
+import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import { runInteractive } from './interactive.js'
 
 /** One argument of a prompt, as `prompts/list` shows it, plus how to complete it. */
@@ -24,6 +25,8 @@ export interface PromptDefinition {
   arguments?: PromptArgument[]
   icons?: JsonObject[]
   _meta?: JsonObject
+  /** Whether the caller may see and get the prompt; hidden prompts answer like absent ones. Not listed. */
+  canAccess?: AccessCheck
 }
 
 /** One message of a prompt. */
@@ -46,15 +49,14 @@ export interface GetPromptResult {
 export type PromptHandler<Args = Record<string, string>> =
   (args: Args, ctx: McpContext) => string | PromptMessage[] | GetPromptResult | Promise<string | PromptMessage[] | GetPromptResult>
 
-interface Prompt {
-  listed: PromptDefinition
+interface Prompt extends Entry<PromptDefinition> {
   handler: PromptHandler
   required: string[]
   known: Set<string>
   completers: Map<string, Completer>
 }
 
-const PROMPT_FIELDS = new Set(['name', 'title', 'description', 'arguments', 'icons', '_meta'])
+const PROMPT_FIELDS = new Set(['name', 'title', 'description', 'arguments', 'icons', '_meta', 'canAccess'])
 const ARGUMENT_FIELDS = new Set(['name', 'title', 'description', 'required', 'complete'])
 
 function isMessages (value: unknown): value is PromptMessage[] {
@@ -63,11 +65,15 @@ function isMessages (value: unknown): value is PromptMessage[] {
 
 /** The prompts of one server: registration, `prompts/list` and `prompts/get`. */
 export class Prompts {
-  readonly #prompts = new Map<string, Prompt>()
-  #listed: PromptDefinition[] | undefined
+  readonly #prompts = new Catalog<PromptDefinition, Prompt>()
 
   get size (): number {
     return this.#prompts.size
+  }
+
+  /** True when some prompt has an access check, so `prompts/list` varies by caller. */
+  get varies (): boolean {
+    return this.#prompts.varies
   }
 
   /** Registers a prompt; throws a TypeError naming the bad field. */
@@ -94,35 +100,36 @@ export class Prompts {
       known.add(arg.name)
       const completer = toCompleter(arg.complete, `${where}.complete`)
       if (completer !== undefined) completers.set(arg.name, completer)
-      const { complete, ...listed } = arg
-      return listed
+      return listedForm(arg)
     })
-    this.#prompts.set(name, {
-      listed: definition.arguments === undefined ? { ...definition } : { ...definition, arguments: listedArgs },
+    this.#prompts.add(name, {
+      listed: listedForm(definition.arguments === undefined ? definition : { ...definition, arguments: listedArgs }),
+      canAccess: accessCheck(definition.canAccess, `prompt "${name}"`),
       handler: handler as PromptHandler,
       required: args.filter((arg) => arg.required === true).map((arg) => arg.name),
       known,
       completers,
     })
-    this.#listed = undefined
   }
 
   /** Removes a prompt; true when it was registered. */
   remove (name: string): boolean {
-    const removed = this.#prompts.delete(name)
-    if (removed) this.#listed = undefined
-    return removed
+    return this.#prompts.remove(name)
   }
 
   /** The definitions, in registration order. */
   list (): PromptDefinition[] {
-    this.#listed ??= [...this.#prompts.values()].map((prompt) => prompt.listed)
-    return this.#listed
+    return this.#prompts.list()
   }
 
-  /** The completer of one argument, when the prompt exists; -32602 when it does not. */
-  completer (name: string, argument: string): Completer | undefined {
-    const prompt = this.#prompts.get(name)
+  /** The definitions `ctx`'s caller may see. */
+  visible (ctx: McpContext): Promise<PromptDefinition[]> {
+    return this.#prompts.visible(ctx)
+  }
+
+  /** The completer of one argument, when the caller may see the prompt; -32602 otherwise. */
+  async completer (name: string, argument: string, ctx: McpContext): Promise<Completer | undefined> {
+    const prompt = await this.#prompts.find(name, ctx)
     if (prompt === undefined) throw invalidParams(`Unknown prompt: ${name}`)
     return prompt.completers.get(argument)
   }
@@ -130,7 +137,7 @@ export class Prompts {
   /** Runs `prompts/get` through the replay engine. */
   async get (ctx: McpContext, engine: ReplayEngine): Promise<GetPromptResult | InputRequiredResult> {
     const name = ctx.params.name as string
-    const prompt = this.#prompts.get(name)
+    const prompt = await this.#prompts.find(name, ctx)
     if (prompt === undefined) throw invalidParams(`Unknown prompt: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
     for (const [key, value] of Object.entries(args)) {

@@ -4,6 +4,7 @@ import type { InputRequiredResult, ReplayEngine } from '../mrtr/replay.js'
 import type { CacheHint } from '../options.js'
 import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
+import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import { runInteractive } from './interactive.js'
 
 /** A resource's definition, as `resources/list` shows it. */
@@ -19,6 +20,8 @@ export interface ResourceDefinition {
   _meta?: JsonObject
   /** Caching hints of its `resources/read` result; default the `cache.resources` option. Not listed. */
   cache?: CacheHint
+  /** Whether the caller may see and read the resource; hidden ones answer like absent ones. Not listed. */
+  canAccess?: AccessCheck
 }
 
 /** A resource template's definition (RFC 6570 level 1: `{name}` expressions only). */
@@ -35,6 +38,8 @@ export interface ResourceTemplateDefinition {
   complete?: Record<string, CompletionSource>
   /** Caching hints of its `resources/read` results. Not listed. */
   cache?: CacheHint
+  /** Whether the caller may see and read through the template. Not listed. */
+  canAccess?: AccessCheck
 }
 
 /** One item of `contents`: text or base64 `blob`. */
@@ -55,18 +60,17 @@ export type ResourceHandler = (uri: string, ctx: McpContext) => ResourceReturn |
 export type ResourceTemplateHandler = (uri: string, variables: Record<string, string>, ctx: McpContext) =>
   ResourceReturn | undefined | Promise<ResourceReturn | undefined>
 
-interface Entry { mimeType?: string, cache: Required<CacheHint> | undefined }
-interface Resource extends Entry { listed: ResourceDefinition, handler: ResourceHandler }
-interface Template extends Entry {
-  listed: ResourceTemplateDefinition
+interface Readable { mimeType?: string, cache: Required<CacheHint> | undefined }
+interface Resource extends Readable, Entry<ResourceDefinition> { handler: ResourceHandler }
+interface Template extends Readable, Entry<ResourceTemplateDefinition> {
   handler: ResourceTemplateHandler
   pattern: RegExp
   variables: string[]
   completers: Map<string, Completer>
 }
 
-const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeType', 'size', 'annotations', 'icons', '_meta', 'cache'])
-const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache'])
+const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeType', 'size', 'annotations', 'icons', '_meta', 'cache', 'canAccess'])
+const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache', 'canAccess'])
 const EXPRESSION = /\{([^}]*)\}/g
 const VARNAME = /^[A-Za-z0-9_]+$/
 // A level-1 expansion percent-encodes everything but unreserved characters.
@@ -108,17 +112,10 @@ function escape (text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
 
-function stripLocal<T extends object> (definition: T): T {
-  const { cache, complete, ...listed } = definition as T & { cache?: unknown, complete?: unknown }
-  return listed as T
-}
-
 /** The resources and resource templates of one server. */
 export class Resources {
-  readonly #resources = new Map<string, Resource>()
-  readonly #templates = new Map<string, Template>()
-  #listed: ResourceDefinition[] | undefined
-  #listedTemplates: ResourceTemplateDefinition[] | undefined
+  readonly #resources = new Catalog<ResourceDefinition, Resource>()
+  readonly #templates = new Catalog<ResourceTemplateDefinition, Template>()
 
   get size (): number {
     return this.#resources.size + this.#templates.size
@@ -137,8 +134,13 @@ export class Resources {
     if (this.#resources.has(uri)) throw new TypeError(`mocapi: resource "${uri}" is already registered`)
     checkFields(definition, RESOURCE_FIELDS, `resource "${uri}"`)
     if (typeof handler !== 'function') throw new TypeError(`mocapi: resource "${uri}" needs a handler function`)
-    this.#resources.set(uri, { listed: stripLocal(definition), handler, mimeType: definition.mimeType, cache: cacheOf(definition.cache, `resource "${uri}"`) })
-    this.#listed = undefined
+    this.#resources.add(uri, {
+      listed: listedForm(definition),
+      canAccess: accessCheck(definition.canAccess, `resource "${uri}"`),
+      handler,
+      mimeType: definition.mimeType,
+      cache: cacheOf(definition.cache, `resource "${uri}"`),
+    })
   }
 
   /** Registers a resource template. */
@@ -159,37 +161,50 @@ export class Resources {
       if (!variables.includes(variable)) throw new TypeError(`mocapi: ${where} complete names "${variable}", which is not one of its variables`)
       completers.set(variable, toCompleter(source, `${where} complete.${variable}`)!)
     }
-    this.#templates.set(uriTemplate, {
-      listed: stripLocal(definition), handler, pattern, variables, completers, mimeType: definition.mimeType, cache: cacheOf(definition.cache, where),
+    this.#templates.add(uriTemplate, {
+      listed: listedForm(definition),
+      canAccess: accessCheck(definition.canAccess, where),
+      handler,
+      pattern,
+      variables,
+      completers,
+      mimeType: definition.mimeType,
+      cache: cacheOf(definition.cache, where),
     })
-    this.#listedTemplates = undefined
   }
 
   remove (uri: string): boolean {
-    const removed = this.#resources.delete(uri)
-    if (removed) this.#listed = undefined
-    return removed
+    return this.#resources.remove(uri)
   }
 
   removeTemplate (uriTemplate: string): boolean {
-    const removed = this.#templates.delete(uriTemplate)
-    if (removed) this.#listedTemplates = undefined
-    return removed
+    return this.#templates.remove(uriTemplate)
   }
 
   list (): ResourceDefinition[] {
-    this.#listed ??= [...this.#resources.values()].map((resource) => resource.listed)
-    return this.#listed
+    return this.#resources.list()
   }
 
   listTemplates (): ResourceTemplateDefinition[] {
-    this.#listedTemplates ??= [...this.#templates.values()].map((template) => template.listed)
-    return this.#listedTemplates
+    return this.#templates.list()
   }
 
-  /** The completer of one template variable; -32602 when the template is unknown. */
-  completer (uriTemplate: string, variable: string): Completer | undefined {
-    const template = this.#templates.get(uriTemplate)
+  /** True when some resource or template has an access check, so lists vary by caller. */
+  get varies (): boolean {
+    return this.#resources.varies || this.#templates.varies
+  }
+
+  visible (ctx: McpContext): Promise<ResourceDefinition[]> {
+    return this.#resources.visible(ctx)
+  }
+
+  visibleTemplates (ctx: McpContext): Promise<ResourceTemplateDefinition[]> {
+    return this.#templates.visible(ctx)
+  }
+
+  /** The completer of one template variable, when the caller may see the template; -32602 otherwise. */
+  async completer (uriTemplate: string, variable: string, ctx: McpContext): Promise<Completer | undefined> {
+    const template = await this.#templates.find(uriTemplate, ctx)
     if (template === undefined) throw invalidParams(`Unknown resource template: ${uriTemplate}`)
     return template.completers.get(variable)
   }
@@ -198,15 +213,16 @@ export class Resources {
   async read (ctx: McpContext, engine: ReplayEngine, fallback: Required<CacheHint>): Promise<JsonObject | InputRequiredResult> {
     const uri = ctx.params.uri as string
     const notFound = () => invalidParams('Resource not found', 200, { uri })
-    let entry: Entry | undefined = this.#resources.get(uri)
+    let entry: Readable | undefined
     let run: (() => ResourceReturn | undefined | Promise<ResourceReturn | undefined>) | undefined
-    if (entry !== undefined) {
-      const resource = entry as Resource
+    const resource = await this.#resources.find(uri, ctx)
+    if (resource !== undefined) {
+      entry = resource
       run = () => resource.handler(uri, ctx)
-    } else {
+    } else if (!this.#resources.has(uri)) {
       for (const template of this.#templates.values()) {
         const match = template.pattern.exec(uri)
-        if (match === null) continue
+        if (match === null || !(await allowed(template, ctx))) continue
         const variables: Record<string, string> = {}
         template.variables.forEach((name, i) => { variables[name] = decodeURIComponent(match[i + 1]) })
         entry = template

@@ -3,6 +3,7 @@ import type { McpContext } from '../context.js'
 import { McpError, invalidParams } from '../errors.js'
 import type { ReplayEngine, InputRequiredResult } from '../mrtr/replay.js'
 import { isPlainObject, type CallToolResult, type ContentBlock, type JsonObject } from '../protocol/wire.js'
+import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import { runInteractive } from './interactive.js'
 import { compileSchema, describeErrors } from './schema-compiler.js'
 
@@ -19,6 +20,8 @@ export interface ToolDefinition {
   annotations?: JsonObject
   icons?: JsonObject[]
   _meta?: JsonObject
+  /** Whether the caller may see and call the tool; hidden tools answer like absent ones. Not listed. */
+  canAccess?: AccessCheck
 }
 
 /**
@@ -30,8 +33,7 @@ export type ToolReturn = string | CallToolResult | ContentBlock[] | unknown
 /** A tool handler: `(args, ctx)`. It re-runs from the top on every input-required round. */
 export type ToolHandler<Args = Record<string, any>> = (args: Args, ctx: McpContext) => ToolReturn | Promise<ToolReturn>
 
-interface Tool {
-  definition: ToolDefinition & { inputSchema: JsonObject }
+interface Tool extends Entry<ToolDefinition> {
   handler: ToolHandler
   validateInput: ValidateFunction
   validateOutput: ValidateFunction | undefined
@@ -40,7 +42,7 @@ interface Tool {
 // The spec recommends [A-Za-z0-9_.-]; mocapi only refuses what no header or list can carry.
 const TOOL_NAME = /^[^\s\p{Cc}]{1,128}$/u
 const NO_ARGUMENTS = { type: 'object', additionalProperties: false }
-const KNOWN_FIELDS = new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta'])
+const KNOWN_FIELDS = new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'canAccess'])
 
 function errorResult (text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true }
@@ -52,11 +54,15 @@ function isContent (value: unknown): value is ContentBlock[] {
 
 /** The tools of one server: registration, `tools/list` and `tools/call`. */
 export class Tools {
-  readonly #tools = new Map<string, Tool>()
-  #listed: ToolDefinition[] | undefined
+  readonly #tools = new Catalog<ToolDefinition, Tool>()
 
   get size (): number {
     return this.#tools.size
+  }
+
+  /** True when some tool has an access check, so `tools/list` varies by caller. */
+  get varies (): boolean {
+    return this.#tools.varies
   }
 
   /** Registers a tool; throws a TypeError naming the bad field. Schemas compile here, once. */
@@ -79,32 +85,34 @@ export class Tools {
     if (outputSchema !== undefined && !isPlainObject(outputSchema)) {
       throw new TypeError(`mocapi: tool "${name}" outputSchema must be a JSON Schema object`)
     }
-    this.#tools.set(name, {
-      definition: { ...definition, inputSchema },
+    this.#tools.add(name, {
+      listed: listedForm({ ...definition, inputSchema }),
+      canAccess: accessCheck(definition.canAccess, `tool "${name}"`),
       handler: handler as ToolHandler,
       validateInput: compileSchema(inputSchema, `tool "${name}" inputSchema`),
       validateOutput: outputSchema === undefined ? undefined : compileSchema(outputSchema, `tool "${name}" outputSchema`),
     })
-    this.#listed = undefined
   }
 
   /** Removes a tool; true when it was registered. */
   remove (name: string): boolean {
-    const removed = this.#tools.delete(name)
-    if (removed) this.#listed = undefined
-    return removed
+    return this.#tools.remove(name)
   }
 
   /** The definitions, in registration order (the order `tools/list` uses). */
   list (): ToolDefinition[] {
-    this.#listed ??= [...this.#tools.values()].map((tool) => tool.definition)
-    return this.#listed
+    return this.#tools.list()
+  }
+
+  /** The definitions `ctx`'s caller may see. */
+  visible (ctx: McpContext): Promise<ToolDefinition[]> {
+    return this.#tools.visible(ctx)
   }
 
   /** Runs `tools/call` through the replay engine. */
   async call (ctx: McpContext, engine: ReplayEngine): Promise<CallToolResult | InputRequiredResult> {
     const name = ctx.params.name as string
-    const tool = this.#tools.get(name)
+    const tool = await this.#tools.find(name, ctx)
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
@@ -130,9 +138,9 @@ export class Tools {
 
     const validate = tool.validateOutput
     if (validate !== undefined && result.isError !== true) {
-      if (!('structuredContent' in result)) return errorResult(`Tool ${tool.definition.name} returned no structuredContent, which its outputSchema requires`)
+      if (!('structuredContent' in result)) return errorResult(`Tool ${tool.listed.name} returned no structuredContent, which its outputSchema requires`)
       if (!validate(result.structuredContent)) {
-        return errorResult(`Tool ${tool.definition.name} returned structuredContent that does not match its outputSchema: ${describeErrors('structuredContent', validate.errors)}`)
+        return errorResult(`Tool ${tool.listed.name} returned structuredContent that does not match its outputSchema: ${describeErrors('structuredContent', validate.errors)}`)
       }
     }
     return result
