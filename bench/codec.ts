@@ -1,6 +1,6 @@
 /**
  * Hand-run benchmark of the requestState codec against plain JSON stringify + parse
- * of the same payload. Build, then: node dist/bench/codec.js
+ * of the same payload: `npm run bench:codec` (or, built, `node dist/bench/codec.js`).
  */
 import { RequestStateCodec, ephemeralKey } from '../lib/mrtr/codec.js'
 import type { RequestStatePayload } from '../lib/mrtr/codec.js'
@@ -22,6 +22,8 @@ const payload: RequestStatePayload = {
   ],
   issuedAt: Date.now(),
   principal: 'user-8c1f',
+  // As the replay engine mints it: the fourth round, after three answers.
+  round: 3,
 }
 
 const codec = new RequestStateCodec({ keys: [ephemeralKey()], ttl: 600_000 })

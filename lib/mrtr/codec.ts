@@ -4,6 +4,12 @@
  *
  * Token = base64url(version(1) ‖ keyId(4) ‖ nonce(12) ‖ ciphertext ‖ tag(16)),
  * with version ‖ keyId as additional authenticated data.
+ *
+ * The plaintext is internal to this module, so it is as compact as JSON allows: an array
+ * `[method, originalParams, ledger, issuedAt, principal, round?]` whose ledger entries are
+ * `[k, f]` (pending) or `[k, f, r]` (answered). Without the member names the cipher, the
+ * base64url and above all JSON.parse have a third less to chew; {@link RequestStateCodec.decode}
+ * rebuilds the {@link RequestStatePayload} objects.
  */
 import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes, randomFillSync } from 'node:crypto'
 import type { KeyObject } from 'node:crypto'
@@ -49,20 +55,48 @@ export const DEFAULT_MAX_TOKEN_LENGTH = 16384
 /** How far in the future `issuedAt` may lie (clock skew between instances), in milliseconds. */
 export const MAX_CLOCK_SKEW_MS = 60_000
 
-const VERSION = 1
+// Version 1 carried the payload as a JSON object; its tokens are refused as 'unknown version'.
+const VERSION = 2
 const KEY_BYTES = 32
 const AAD_BYTES = 5
 const NONCE_BYTES = 12
 const HEADER_BYTES = AAD_BYTES + NONCE_BYTES
 const TAG_BYTES = 16
-// The smallest plaintext is `{}`; anything shorter cannot be a token.
+// The smallest plaintext is `[]`; anything shorter cannot be a token.
 const MIN_TOKEN_BYTES = HEADER_BYTES + 2 + TAG_BYTES
 const BASE64_ANY = /^[A-Za-z0-9+/_-]+={0,2}$/
+// One options object for every decipher, rather than one per call.
+const DECIPHER_OPTIONS = { authTagLength: TAG_BYTES }
 
 // Nonces come from a pool refilled in bulk: one randomFillSync per 4096 tokens instead of one each.
 const NONCE_POOL_SIZE = 4096 * NONCE_BYTES
 const noncePool = Buffer.allocUnsafe(NONCE_POOL_SIZE)
 let nonceOffset = NONCE_POOL_SIZE
+
+// For a final character standing for 2 (bit 1) or 4 (bit 2) bits of padding, whether those bits are 0.
+const ZERO_TAIL = new Uint8Array(128)
+for (let value = 0; value < 64; value++) {
+  const code = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'.charCodeAt(value)
+  if ((value & 0b11) === 0) ZERO_TAIL[code] |= 2
+  if ((value & 0b1111) === 0) ZERO_TAIL[code] |= 4
+}
+
+/**
+ * Whether `token`, which Node's decoder read as `decoded` bytes, is exactly the unpadded
+ * base64url encoding of those bytes: the only spelling a token is accepted in.
+ * Cheaper than re-encoding and comparing, and equivalent to it (the tests check both ways).
+ */
+function isCanonicalBase64url (token: string, decoded: number): boolean {
+  // The decoder skips characters outside both alphabets, '=' included, so any of them makes the
+  // token longer than the canonical length; it reads a UTF-16 unit by its low byte, so anything
+  // but ASCII must be refused first (it takes more UTF-8 bytes than characters).
+  if (token.length !== Math.ceil(decoded * 4 / 3) || Buffer.byteLength(token) !== token.length) return false
+  // The decoder reads the base64 alphabet as well; '+' and '/' would pass for '-' and '_'.
+  if (token.includes('+') || token.includes('/')) return false
+  // The bits of the last character past the final byte must be 0.
+  const tail = token.length & 3
+  return tail === 0 || (ZERO_TAIL[token.charCodeAt(token.length - 1)] & (tail === 2 ? 4 : 2)) !== 0
+}
 
 /** Copy the next unused nonce into `target` at `offset`. */
 function writeNonce (target: Buffer, offset: number): void {
@@ -187,25 +221,34 @@ export class RequestStateCodec {
    * Throws a RangeError if the token would exceed `maxTokenLength` (it could never be decoded).
    */
   encode (payload: Omit<RequestStatePayload, 'issuedAt'> & { issuedAt?: number }): string {
-    const json = JSON.stringify({
-      method: payload.method,
-      originalParams: payload.originalParams,
-      inputResponses: payload.inputResponses,
-      issuedAt: payload.issuedAt ?? this.#now(),
-      principal: payload.principal,
-      // Left out of the JSON when undefined.
-      round: payload.round,
-    })
-    const plaintextBytes = Buffer.byteLength(json)
+    const { principal, round } = payload
+    // In an array JSON writes undefined as null, which would read back as the anonymous principal.
+    if (principal !== null && typeof principal !== 'string') {
+      throw new TypeError(`requestState principal must be a string or null (got ${describe(principal)})`)
+    }
+    const source = payload.inputResponses
+    const ledger: unknown[] = new Array(source.length)
+    for (let i = 0; i < source.length; i++) {
+      const { k, f, r } = source[i]
+      // As in an object, an undefined answer is no answer: the slot stays pending.
+      ledger[i] = r === undefined ? [k, f] : [k, f, r]
+    }
+    const issuedAt = payload.issuedAt ?? this.#now()
+    const json = JSON.stringify(round === undefined
+      ? [payload.method, payload.originalParams, ledger, issuedAt, principal]
+      : [payload.method, payload.originalParams, ledger, issuedAt, principal, round])
+    const out = this.#encodeBuf
+    // Write first, measure after: a plaintext that leaves no room for the tag may have been cut
+    // short (a cut leaves at most 3 bytes free), and is refused either way.
+    const plaintextBytes = out.write(json, HEADER_BYTES, 'utf8')
     const length = HEADER_BYTES + plaintextBytes + TAG_BYTES
     if (length > this.#capacity) {
-      throw new RangeError(`requestState token of ${Math.ceil(length * 4 / 3)} characters exceeds maxTokenLength ${this.#maxTokenLength}`)
+      const full = HEADER_BYTES + Buffer.byteLength(json) + TAG_BYTES
+      throw new RangeError(`requestState token of ${Math.ceil(full * 4 / 3)} characters exceeds maxTokenLength ${this.#maxTokenLength}`)
     }
-    const out = this.#encodeBuf
     writeNonce(out, AAD_BYTES)
     // Encrypting a Buffer is cheaper than handing the cipher a string to convert; the
     // ciphertext, as long as the plaintext, then overwrites it in place.
-    out.write(json, HEADER_BYTES, 'utf8')
     const cipher = createCipheriv('aes-256-gcm', this.#primary.key, this.#encodeNonce)
     cipher.setAAD(this.#primary.aad)
     out.set(cipher.update(out.subarray(HEADER_BYTES, HEADER_BYTES + plaintextBytes)), HEADER_BYTES)
@@ -224,9 +267,7 @@ export class RequestStateCodec {
     if (token.length > this.#maxTokenLength) throw new InvalidRequestStateError('too long')
     const bytes = this.#decodeBuf
     const length = bytes.write(token, 0, 'base64url')
-    // Node's decoder skips what it cannot read; re-encoding is cheaper than a regex scan and
-    // also refuses padding, the base64 alphabet and non-canonical trailing bits.
-    if (bytes.toString('base64url', 0, length) !== token) throw new InvalidRequestStateError('not base64url')
+    if (!isCanonicalBase64url(token, length)) throw new InvalidRequestStateError('not base64url')
     if (length < MIN_TOKEN_BYTES) throw new InvalidRequestStateError('too short')
     if (bytes[0] !== VERSION) throw new InvalidRequestStateError('unknown version')
     const entry = this.#ring.get(bytes.readUInt32BE(1))
@@ -237,25 +278,27 @@ export class RequestStateCodec {
     for (let i = 0; i < TAG_BYTES; i++) tag[i] = bytes[tagStart + i]
     let json: string
     try {
-      const decipher = createDecipheriv('aes-256-gcm', entry.key, this.#decodeNonce, { authTagLength: TAG_BYTES })
+      const decipher = createDecipheriv('aes-256-gcm', entry.key, this.#decodeNonce, DECIPHER_OPTIONS)
       // Version and keyId matched, so the header equals this key's AAD.
       decipher.setAAD(entry.aad)
       decipher.setAuthTag(tag)
-      // Buffer output then one toString: cheaper than the StringDecoder a string output sets up.
+      // Buffer output then one toString (UTF-8, the argument-less fast path): cheaper than the
+      // StringDecoder a string output sets up.
       // GCM releases no bytes at final(); it only checks the tag.
-      json = decipher.update(bytes.subarray(HEADER_BYTES, tagStart)).toString('utf8')
+      json = decipher.update(bytes.subarray(HEADER_BYTES, tagStart)).toString()
       decipher.final()
     } catch {
       throw new InvalidRequestStateError('authentication failed')
     }
 
-    let payload: unknown
+    let plain: unknown
     try {
-      payload = JSON.parse(json)
+      plain = JSON.parse(json)
     } catch {
       throw new InvalidRequestStateError('plaintext is not JSON')
     }
-    if (!isPayload(payload)) throw new InvalidRequestStateError('malformed payload')
+    const payload = toPayload(plain)
+    if (payload === undefined) throw new InvalidRequestStateError('malformed payload')
 
     const now = this.#now()
     if (payload.issuedAt > now + MAX_CLOCK_SKEW_MS) throw new InvalidRequestStateError('issued in the future')
@@ -264,19 +307,32 @@ export class RequestStateCodec {
   }
 }
 
-function isObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-function isPayload (value: unknown): value is RequestStatePayload {
-  if (!isObject(value)) return false
-  const { method, originalParams, inputResponses, issuedAt, principal, round } = value
-  if (typeof method !== 'string' || !isObject(originalParams) || !Array.isArray(inputResponses)) return false
-  if (typeof issuedAt !== 'number' || !Number.isFinite(issuedAt)) return false
-  if (principal !== null && typeof principal !== 'string') return false
-  if (round !== undefined && !(Number.isSafeInteger(round) && (round as number) >= 0)) return false
-  for (const entry of inputResponses) {
-    if (!isObject(entry) || typeof entry.k !== 'string' || typeof entry.f !== 'string') return false
+/**
+ * Check the decrypted plaintext's shape and rebuild the payload from it in one walk;
+ * `undefined` when it has the wrong shape.
+ */
+function toPayload (plain: unknown): RequestStatePayload | undefined {
+  if (!Array.isArray(plain) || (plain.length !== 5 && plain.length !== 6)) return undefined
+  const [method, originalParams, ledger, issuedAt, principal] = plain as unknown[]
+  if (typeof method !== 'string') return undefined
+  if (typeof originalParams !== 'object' || originalParams === null || Array.isArray(originalParams)) return undefined
+  if (!Array.isArray(ledger)) return undefined
+  if (typeof issuedAt !== 'number' || !Number.isFinite(issuedAt)) return undefined
+  if (principal !== null && typeof principal !== 'string') return undefined
+  const inputResponses: LedgerEntry[] = new Array(ledger.length)
+  for (let i = 0; i < ledger.length; i++) {
+    const entry: unknown = ledger[i]
+    if (!Array.isArray(entry)) return undefined
+    const [k, f] = entry as unknown[]
+    if (typeof k !== 'string' || typeof f !== 'string') return undefined
+    if (entry.length === 2) inputResponses[i] = { k, f }
+    else if (entry.length === 3) inputResponses[i] = { k, f, r: entry[2] }
+    else return undefined
   }
-  return true
+  if (plain.length === 5) {
+    return { method, originalParams: originalParams as Record<string, unknown>, inputResponses, issuedAt, principal }
+  }
+  const round: unknown = plain[5]
+  if (!Number.isSafeInteger(round) || (round as number) < 0) return undefined
+  return { method, originalParams: originalParams as Record<string, unknown>, inputResponses, issuedAt, principal, round: round as number }
 }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createCipheriv, createHash, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../../lib/errors.js'
 import {
   DEFAULT_MAX_TOKEN_LENGTH,
@@ -9,7 +9,7 @@ import {
   keysFromEnv,
   parseKeys,
 } from '../../lib/mrtr/codec.js'
-import type { RequestStatePayload } from '../../lib/mrtr/codec.js'
+import type { LedgerEntry, RequestStatePayload } from '../../lib/mrtr/codec.js'
 
 const TTL = 600_000
 const T0 = 1_800_000_000_000
@@ -52,15 +52,31 @@ function reason (fn: () => unknown): string {
 }
 
 /** Mint a token around an arbitrary plaintext, to reach the checks after authentication. */
-function seal (key: Buffer, plaintext: string): string {
+function seal (key: Buffer, plaintext: string, version = 2): string {
   const header = Buffer.alloc(5)
-  header[0] = 1
+  header[0] = version
   createHash('sha256').update(key).digest().copy(header, 1, 0, 4)
   const nonce = randomBytes(12)
   const cipher = createCipheriv('aes-256-gcm', key, nonce)
   cipher.setAAD(header)
   const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()])
   return Buffer.concat([header, nonce, ct, cipher.getAuthTag()]).toString('base64url')
+}
+
+/** Decrypt a token minted under `key`, to look at its plaintext. */
+function open (key: Buffer, token: string): string {
+  const bytes = Buffer.from(token, 'base64url')
+  const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(5, 17))
+  decipher.setAAD(bytes.subarray(0, 5))
+  decipher.setAuthTag(bytes.subarray(bytes.length - 16))
+  return Buffer.concat([decipher.update(bytes.subarray(17, bytes.length - 16)), decipher.final()]).toString('utf8')
+}
+
+/** The plaintext of a payload: `[method, originalParams, ledger, issuedAt, principal, round?]`. */
+function plaintext (p: RequestStatePayload): unknown[] {
+  const ledger = p.inputResponses.map((e) => 'r' in e ? [e.k, e.f, e.r] : [e.k, e.f])
+  const head = [p.method, p.originalParams, ledger, p.issuedAt, p.principal]
+  return p.round === undefined ? head : [...head, p.round]
 }
 
 t.test('round trip', async (t) => {
@@ -83,6 +99,43 @@ t.test('round trip', async (t) => {
 
   const unicode = { ...payload, originalParams: { text: 'héllo ✓ 𝄞 日本' } }
   t.same(codec.decode(codec.encode(unicode)).originalParams, unicode.originalParams)
+
+  // Ledger slots keep exactly their members: an answer of null is an answer, an undefined one is
+  // none (as JSON would have it), and a slot's extra members do not travel.
+  const slots = codec.decode(codec.encode({
+    ...payload,
+    inputResponses: [{ k: 'a', f: 'fa', r: null }, { k: 'b', f: 'fb', r: undefined }, { k: 'c', f: 'fc', extra: 1 } as LedgerEntry],
+  })).inputResponses
+  t.strictSame(slots, [{ k: 'a', f: 'fa', r: null }, { k: 'b', f: 'fb' }, { k: 'c', f: 'fc' }])
+  t.ok('r' in slots[0])
+  t.notOk('r' in slots[1])
+})
+
+t.test('the plaintext is the compact array form', async (t) => {
+  const key = ephemeralKey()
+  const codec = codecFor([key])
+  const full = { ...payload, issuedAt: T0 }
+  t.equal(open(key, codec.encode(full)), JSON.stringify(plaintext(full)))
+  t.same(JSON.parse(open(key, codec.encode({ ...full, round: 3 }))), plaintext({ ...full, round: 3 }))
+  t.same(JSON.parse(open(key, codec.encode(full)))[2][2], ['confirm', 'fp-confirm'], 'a pending slot has no answer')
+  // Decoding gives back objects with the payload's member names, in their usual order.
+  t.same(Object.keys(codec.decode(codec.encode({ ...full, round: 1 }))), ['method', 'originalParams', 'inputResponses', 'issuedAt', 'principal', 'round'])
+})
+
+t.test('a token of the object format of version 1 is refused', async (t) => {
+  const key = ephemeralKey()
+  const codec = codecFor([key])
+  const v1 = seal(key, JSON.stringify({ ...payload, issuedAt: T0 }), 1)
+  t.equal(reason(() => codec.decode(v1)), 'unknown version')
+  // The same object under the current version is no payload either.
+  t.equal(reason(() => codec.decode(seal(key, JSON.stringify({ ...payload, issuedAt: T0 })))), 'malformed payload')
+})
+
+t.test('encode refuses a principal that is neither a string nor null', async (t) => {
+  const codec = codecFor([ephemeralKey()])
+  for (const principal of [undefined, 7, {}]) {
+    t.throws(() => codec.encode({ ...payload, principal } as never), { name: 'TypeError', message: /principal must be a string or null/ })
+  }
 })
 
 t.test('default clock and length limit', async (t) => {
@@ -171,19 +224,67 @@ t.test('garbage strings', async (t) => {
     token.slice(0, 40) + '/' + token.slice(41), 'héllo', '日本語のテキスト', '\u0000'.repeat(64), 'a.b.c',
   ]
   for (const s of notBase64url) t.equal(reason(() => codec.decode(s)), 'not base64url', JSON.stringify(s.slice(0, 20)))
-  // Non-canonical trailing bits decode to the same bytes but are refused.
-  const last = token.at(-1) as string
+  // Non-canonical trailing bits decode to the same bytes but are refused, for either length of tail.
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
-  const sibling = alphabet[alphabet.indexOf(last) ^ 1]
-  if (token.length % 4 !== 0) t.equal(reason(() => codec.decode(token.slice(0, -1) + sibling)), 'not base64url')
+  for (const extra of [1, 2]) {
+    const canonical = Buffer.from(token, 'base64url').subarray(0, 60 + extra).toString('base64url')
+    t.equal(canonical.length % 4, extra + 1)
+    t.equal(reason(() => codec.decode(canonical)), 'authentication failed')
+    const last = alphabet.indexOf(canonical.at(-1) as string)
+    for (const bit of extra === 1 ? [1, 2, 4, 8] : [1, 2]) {
+      t.equal(reason(() => codec.decode(canonical.slice(0, -1) + alphabet[last ^ bit])), 'not base64url')
+    }
+  }
+  // UTF-16 units whose low byte is a base64url character ('A', 'a', '-', '+').
+  for (const unit of ['\u0141', '\u0161', '\u012d', '\u012b', '\uff41']) {
+    t.equal(reason(() => codec.decode(token.slice(0, 40) + unit + token.slice(41))), 'not base64url')
+  }
 
   t.equal(reason(() => codec.decode('AAAA')), 'too short')
   for (let i = 0; i < 200; i++) reason(() => codec.decode(randomBytes(i).toString('base64url') || 'x'))
   for (let i = 0; i < 200; i++) {
     const bytes = randomBytes(40 + i)
-    bytes[0] = 1
+    bytes[0] = 2
     reason(() => codec.decode(bytes.toString('base64url')))
   }
+})
+
+t.test('base64url fuzz: refused exactly when not the canonical spelling of its bytes', async (t) => {
+  const codec = codecFor([ephemeralKey()])
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  const odd = [...'+/=.! \n\u0000\u007féš日𝄞\u0141\u012b\u012f\uff3f\ud800']
+  const pick = <T> (items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]
+  const check = (s: string): void => {
+    const canonical = Buffer.from(s, 'base64url').toString('base64url') === s
+    const refused = reason(() => codec.decode(s)) === 'not base64url'
+    if (canonical === refused) t.fail(`${JSON.stringify(s)}: canonical ${canonical}, refused ${refused}`)
+  }
+  let checked = 0
+  for (let i = 0; i < 20_000; i++) {
+    const chars = [...randomBytes(1 + (i % 48)).toString('base64url')]
+    check(chars.join(''))
+    for (let edits = 1 + (i % 3); edits > 0; edits--) {
+      const at = Math.floor(Math.random() * (chars.length + 1))
+      const char = Math.random() < 0.5 ? pick(odd) : pick([...alphabet])
+      const op = Math.random()
+      if (op < 0.4) chars.splice(at, 0, char)
+      else if (op < 0.7) chars[at] = char
+      else chars.splice(at, 1)
+    }
+    if (chars.length > 0) check(chars.join(''))
+    checked += 2
+  }
+  // Every UTF-16 unit, in every position of short tokens.
+  for (let unit = 0; unit < 0x10000; unit++) {
+    const char = String.fromCharCode(unit)
+    for (const base of ['AAAA', 'QUJD', 'QUI']) {
+      check(char + base)
+      check(base.slice(0, 2) + char + base.slice(2))
+      check(base.slice(0, -1) + char)
+      checked += 3
+    }
+  }
+  t.ok(checked > 200_000)
 })
 
 t.test('non-string input', async (t) => {
@@ -257,37 +358,48 @@ t.test('payload shape is checked after decryption', async (t) => {
   const key = ephemeralKey()
   const codec = codecFor([key])
   const good = { ...payload, issuedAt: T0 }
-  t.same(codec.decode(seal(key, JSON.stringify(good))), good)
-  t.same(codec.decode(seal(key, JSON.stringify({ ...good, round: 0 }))), { ...good, round: 0 })
+  const array = plaintext(good)
+  t.same(codec.decode(seal(key, JSON.stringify(array))), good)
+  t.same(codec.decode(seal(key, JSON.stringify([...array, 0]))), { ...good, round: 0 })
   t.equal(reason(() => codec.decode(seal(key, 'not json at all'))), 'plaintext is not JSON')
   t.equal(reason(() => codec.decode(seal(key, ''))), 'too short')
 
+  /** The good plaintext with member `i` replaced. */
+  const swap = (i: number, value: unknown): unknown[] => array.map((v, j) => j === i ? value : v)
+  const ledger = array[2] as unknown[]
   const malformed: unknown[] = [
-    null, [], 'text', 42,
-    { ...good, method: 1 },
-    { ...good, method: undefined },
-    { ...good, originalParams: [] },
-    { ...good, originalParams: null },
-    { ...good, originalParams: 'x' },
-    { ...good, inputResponses: {} },
-    { ...good, inputResponses: [null] },
-    { ...good, inputResponses: [['k', 'f']] },
-    { ...good, inputResponses: [{ f: 'x' }] },
-    { ...good, inputResponses: [{ k: 'x', f: 2 }] },
-    { ...good, issuedAt: '1800000000000' },
-    { ...good, issuedAt: null },
-    { ...good, principal: 7 },
-    { ...good, principal: undefined },
-    { ...good, round: -1 },
-    { ...good, round: 1.5 },
-    { ...good, round: '1' },
-    { ...good, round: null },
+    null, [], 'text', 42, { ...good },
+    array.slice(0, 4),
+    [...array, 1, 2],
+    swap(0, 1),
+    swap(0, null),
+    swap(1, []),
+    swap(1, null),
+    swap(1, 'x'),
+    swap(2, {}),
+    swap(2, null),
+    swap(2, [null]),
+    swap(2, [{ k: 'x', f: 'y' }]),
+    swap(2, [['k']]),
+    swap(2, [['k', 'f', 'r', 'extra']]),
+    swap(2, [[1, 'f']]),
+    swap(2, [['k', 2]]),
+    swap(2, [...ledger, ['k', null, {}]]),
+    swap(3, '1800000000000'),
+    swap(3, null),
+    swap(4, 7),
+    swap(4, {}),
+    [...array, -1],
+    [...array, 1.5],
+    [...array, '1'],
+    [...array, null],
+    [...array, 2 ** 53],
   ]
   for (const value of malformed) {
     t.equal(reason(() => codec.decode(seal(key, JSON.stringify(value)))), 'malformed payload', JSON.stringify(value))
   }
   // JSON.parse reads 1e999 as Infinity.
-  const infinite = JSON.stringify(good).replace(String(T0), '1e999')
+  const infinite = JSON.stringify(array).replace(String(T0), '1e999')
   t.equal(reason(() => codec.decode(seal(key, infinite))), 'malformed payload')
 })
 
