@@ -1,0 +1,272 @@
+import t, { type Test } from 'tap'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { connect, createServer } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createClient } from 'redis'
+import mocapi, { type ChangeEvent } from '../../lib/index.js'
+import { KEY, meta, VERSION } from '../helpers.js'
+
+/** Why the Redis tests cannot run here, or `undefined` when they can. */
+function missingServer (): string | undefined {
+  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' })
+  if (probe.error !== undefined) return `redis-server is not installed (${(probe.error as NodeJS.ErrnoException).code})`
+  return undefined
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+/** True once something on the port answers PING. */
+function answersPing (port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.setTimeout(500)
+    socket.once('connect', () => socket.write('PING\r\n'))
+    socket.once('data', (data) => { socket.destroy(); resolve(data.toString().startsWith('+PONG')) })
+    socket.once('timeout', () => { socket.destroy(); resolve(false) })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+interface RedisServer { url: string, port: number, stop: () => Promise<void> }
+
+/** Starts a throwaway redis-server on a free loopback port, stopped when the test ends. */
+async function startRedis (t: Test): Promise<RedisServer> {
+  const port = await freePort()
+  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  const exited = once(child, 'exit')
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGTERM')
+    await exited
+  }
+  t.teardown(stop)
+  for (let attempt = 0; !(await answersPing(port)); attempt++) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode} before accepting connections on port ${port}`)
+    if (attempt === 100) throw new Error(`redis-server did not accept connections on port ${port} within 5s`)
+    await sleep(50)
+  }
+  return { url: `redis://127.0.0.1:${port}`, port, stop }
+}
+
+async function until (condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let attempt = 0; !(await condition()); attempt++) {
+    if (attempt === 200) throw new Error(`timed out waiting until ${what}`)
+    await sleep(25)
+  }
+}
+
+/** Opens a `subscriptions/listen` stream over real HTTP and reads its SSE frames one by one. */
+async function listen (url: string, id: number, notifications: object) {
+  const controller = new AbortController()
+  const response = await fetch(url, {
+    method: 'POST',
+    signal: controller.signal,
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'subscriptions/listen' },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: meta({}) } }),
+  })
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  const frames: any[] = []
+  let buffer = ''
+  async function next (): Promise<any> {
+    for (;;) {
+      const end = buffer.indexOf('\n\n')
+      if (end !== -1) {
+        const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '))
+        buffer = buffer.slice(end + 2)
+        if (data === undefined) continue
+        frames.push(JSON.parse(data.slice(6)))
+        return frames.at(-1)
+      }
+      const { value, done } = await reader.read()
+      if (done) return undefined
+      buffer += decoder.decode(value, { stream: true })
+    }
+  }
+  return { next, frames, close: () => controller.abort() }
+}
+
+const missing = missingServer()
+const required = process.env.MOCAPI_REQUIRE_SERVERS === '1'
+if (missing !== undefined && required) t.fail(`MOCAPI_REQUIRE_SERVERS=1 but ${missing}: install Debian's redis-server package`)
+// The bus module is imported only in here, so a skipped run does not count it as uncovered.
+else t.test('RedisBus over a real redis-server', { skip: missing }, redisTests)
+
+async function redisTests (t: Test): Promise<void> {
+  const { RedisBus } = await import('../../lib/redis.js')
+  const redis = await startRedis(t)
+  const admin = createClient({ url: redis.url })
+  admin.on('error', () => {})
+  await admin.connect()
+  t.teardown(() => admin.close())
+  const connections = async (): Promise<number> => String(await admin.sendCommand(['CLIENT', 'LIST'])).trim().split('\n').length
+  let channels = 0
+  const channel = (): string => `mocapi:test:${++channels}`
+
+  /** A mocapi app on its own loopback port, its bus on the shared server. */
+  async function node (t: Test, options: ConstructorParameters<typeof RedisBus>[0], setup: (app: FastifyInstance) => void = () => {}) {
+    const app = Fastify()
+    await app.register(mocapi, { requestState: { keys: [KEY] }, bus: new RedisBus(options) })
+    setup(app)
+    t.teardown(() => app.close())
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = app.server.address() as { port: number }
+    return { app, url: `http://127.0.0.1:${port}/mcp` }
+  }
+
+  t.test('a change announced on node A reaches the matching listeners on node B', async (t) => {
+    // The default channel, to cover it; every other test uses a channel of its own.
+    const a = await node(t, { url: redis.url }, (app) => { app.mcp.tool({ name: 'boot' }, () => 'b').prompt({ name: 'p' }, () => 'p') })
+    const b = await node(t, { url: redis.url })
+    const tools = await listen(b.url, 41, { toolsListChanged: true, resourceSubscriptions: ['test://watched'] })
+    const prompts = await listen(b.url, 42, { promptsListChanged: true })
+    t.equal((await tools.next()).method, 'notifications/subscriptions/acknowledged')
+    t.equal((await prompts.next()).method, 'notifications/subscriptions/acknowledged')
+
+    a.app.mcp.tool({ name: 'late' }, () => 'l')
+    t.same(await tools.next(), { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 41 } } })
+    a.app.mcp.notifyResourceUpdated('test://other')
+    a.app.mcp.notifyResourceUpdated('test://watched')
+    t.same(await tools.next(), {
+      jsonrpc: '2.0',
+      method: 'notifications/resources/updated',
+      params: { uri: 'test://watched', _meta: { 'io.modelcontextprotocol/subscriptionId': 41 } },
+    })
+    // Redis keeps one publisher's messages in order, so by now the tools change has passed the prompts listener by.
+    a.app.mcp.removePrompt('p')
+    t.same(await prompts.next(), { jsonrpc: '2.0', method: 'notifications/prompts/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 42 } } })
+    t.same(prompts.frames.map((frame) => frame.method), ['notifications/subscriptions/acknowledged', 'notifications/prompts/list_changed'],
+      'the prompts-only listener heard nothing of the tools change')
+    tools.close()
+    prompts.close()
+  })
+
+  t.test('every bus on the channel, the publishing one included, delivers a change once', async (t) => {
+    const name = channel()
+    const one = new RedisBus({ url: redis.url, channel: name })
+    const two = new RedisBus({ url: redis.url, channel: name })
+    t.teardown(() => Promise.all([one.close(), two.close()]))
+    const heard: Array<[string, ChangeEvent]> = []
+    await one.subscribe((event) => heard.push(['one', event]))
+    const unsubscribe = await two.subscribe((event) => heard.push(['two', event]))
+    await one.publish({ kind: 'tools' })
+    await until(() => heard.length === 2, 'both buses heard the change')
+    unsubscribe()
+    await one.publish({ kind: 'resource', uri: 'test://r' })
+    await until(() => heard.length === 3, 'the change reached the remaining listener')
+    await sleep(50)
+    t.same(heard.sort(([a], [b]) => a.localeCompare(b)), [['one', { kind: 'tools' }], ['one', { kind: 'resource', uri: 'test://r' }], ['two', { kind: 'tools' }]])
+  })
+
+  t.test('malformed messages are counted and ignored; the bus keeps delivering', async (t) => {
+    const name = channel()
+    const errors: unknown[] = []
+    const bus = new RedisBus({ url: redis.url, channel: name, onError: (error) => errors.push(error) })
+    t.teardown(() => bus.close())
+    const heard: ChangeEvent[] = []
+    await bus.subscribe(() => { throw new Error('listener broke') })
+    await bus.subscribe((event) => heard.push(event))
+    const junk = ['not json', '42', 'null', '"tools"', '[]', '{"kind":"nope"}', '{"kind":"resource"}', '{"kind":"resource","uri":5}', '{"kind":"__proto__"}']
+    for (const message of junk) await admin.publish(name, message)
+    await admin.publish(name, JSON.stringify({ kind: 'resource', uri: 'test://r', extra: true }))
+    await admin.publish(name, JSON.stringify({ kind: 'prompts', uri: 'ignored' }))
+    await until(() => heard.length === 2, 'the valid events arrived')
+    t.same(heard, [{ kind: 'resource', uri: 'test://r' }, { kind: 'prompts' }], 'only the fields of a change event are passed on')
+    t.equal(bus.malformed, junk.length)
+    t.same(errors.map((error) => (error as Error).message), ['listener broke', 'listener broke'], 'a throwing listener is reported, and the others still hear')
+  })
+
+  t.test('app.close() closes both connections of each bus', async (t) => {
+    await until(async () => (await connections()) === 1, 'earlier tests let go of their connections')
+    const name = channel()
+    const a = await node(t, { url: redis.url, channel: name })
+    const b = await node(t, { url: redis.url, channel: name })
+    t.equal(await connections(), 5, 'the admin connection, and a publisher and a subscriber per node')
+    await a.app.close()
+    await until(async () => (await connections()) === 3, 'node A let go of its connections')
+    await b.app.close()
+    await until(async () => (await connections()) === 1, 'node B let go of its connections')
+    t.pass('both nodes closed their connections')
+  })
+
+  t.test('a bus built from a client duplicates it and leaves it alone', async (t) => {
+    const client = createClient({ url: redis.url })
+    client.on('error', () => {})
+    await client.connect()
+    t.teardown(() => client.close())
+    const bus = new RedisBus({ client, channel: channel() })
+    const heard: ChangeEvent[] = []
+    await bus.subscribe((event) => heard.push(event))
+    await bus.publish({ kind: 'resources' })
+    await until(() => heard.length === 1, 'the change arrived')
+    await bus.close()
+    t.equal(await client.ping(), 'PONG', 'the given client is still connected')
+    await t.rejects(bus.publish({ kind: 'tools' }), { message: 'mocapi: the RedisBus is closed' })
+    await t.rejects(bus.subscribe(() => {}), { message: 'mocapi: the RedisBus is closed' })
+    await t.resolves(bus.close(), 'closing twice is harmless')
+  })
+
+  t.test('a bus closed before it was used has nothing to undo', async (t) => {
+    const bus = new RedisBus({ url: redis.url, channel: channel() })
+    await bus.close()
+    t.equal(bus.malformed, 0)
+    await t.rejects(bus.publish({ kind: 'tools' }), { message: 'mocapi: the RedisBus is closed' })
+  })
+
+  t.test('connection errors go to onError, or are ignored, and never crash the process', async (t) => {
+    const lost = await startRedis(t)
+    const errors: unknown[] = []
+    const reporting = new RedisBus({ url: lost.url, channel: channel(), onError: (error) => errors.push(error) })
+    const quiet = new RedisBus({ url: lost.url, channel: channel() })
+    await reporting.subscribe(() => {})
+    await quiet.subscribe(() => {})
+    await lost.stop()
+    await until(() => errors.length >= 2, 'both connections of the reporting bus reported the outage')
+    await sleep(100)
+    t.ok(errors.every((error) => error instanceof Error))
+    // Redis is gone: the connections are reconnecting, so closing drops them at once.
+    await reporting.close()
+    await quiet.close()
+  })
+
+  t.test('a client whose reconnect strategy gives up makes the bus fail for good', async (t) => {
+    const port = await freePort()
+    const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false } })
+    const errors: unknown[] = []
+    const bus = new RedisBus({ client, onError: (error) => errors.push(error) })
+    t.teardown(() => bus.close())
+    const failure = bus.subscribe(() => {})
+    await t.rejects(failure, { code: 'ECONNREFUSED' })
+    await t.rejects(bus.publish({ kind: 'tools' }), { code: 'ECONNREFUSED' }, 'the same failure, not a new attempt')
+    t.ok(errors.length > 0, 'the failure was reported too')
+    client.destroy()
+  })
+
+  t.test('options are checked when the bus is built', async (t) => {
+    const cases: Array<[unknown, string]> = [
+      [{ url: 6379 }, 'mocapi: RedisBus url must be a string, got number'],
+      [{ channel: '' }, 'mocapi: RedisBus channel must be a non-empty string, got ""'],
+      [{ channel: 7 }, 'mocapi: RedisBus channel must be a non-empty string, got 7'],
+      [{ onError: 'log' }, 'mocapi: RedisBus onError must be a function, got string'],
+      [{ client: {} }, 'mocapi: RedisBus client must be a redis client (it has no duplicate())'],
+      [{ client: null }, 'mocapi: RedisBus client must be a redis client (it has no duplicate())'],
+      [{ client: createClient(), url: redis.url }, 'mocapi: RedisBus takes url or client, not both'],
+    ]
+    for (const [options, message] of cases) {
+      t.throws(() => new RedisBus(options as ConstructorParameters<typeof RedisBus>[0]), { name: 'TypeError', message })
+    }
+    const bus = new RedisBus()
+    t.equal(bus.malformed, 0, 'no options at all: the defaults')
+    await bus.close()
+  })
+}
