@@ -135,8 +135,8 @@ export function defaultPrincipal (request: FastifyRequest): string | null {
 }
 
 /** Validates the plugin options and fills in defaults. Throws a TypeError that names the bad value. */
-export function resolveOptions (input: unknown): ResolvedOptions {
-  const opts = input ?? {}
+export function resolveOptions (opts: unknown): ResolvedOptions {
+  // Fastify hands a plugin `{}` when it is registered without options (or with null).
   if (!isPlainObject(opts)) fail(`options must be an object, got ${describe(opts)}`)
   checkKnown(opts, KNOWN, '')
 

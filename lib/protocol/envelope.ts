@@ -37,17 +37,22 @@ export function readMessage (body: unknown): { method: string, notification: boo
   return { method: body.method, notification: false }
 }
 
+// Node joins a repeated header into one string (only set-cookie stays a list), so a
+// repeated MCP header reads as `a, b` and fails the comparison with the body.
 function header (headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name]
-  return Array.isArray(value) ? value.join(', ') : value
+  return headers[name] as string | undefined
 }
 
 const BASE64_WORD = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/
+const PLAIN_ASCII = /^[\x20-\x7e]*$/
 
-/** Decodes an `Mcp-Name` value, including its `=?base64?…?=` form. */
+/**
+ * Decodes an `Mcp-Name` value, including its `=?base64?…?=` form. A value that is not plain
+ * ASCII is malformed: it must come base64-encoded (Node reads raw bytes as latin1).
+ */
 export function decodeNameHeader (value: string): string | undefined {
   const match = BASE64_WORD.exec(value)
-  if (match === null) return value.startsWith('=?') ? undefined : value
+  if (match === null) return value.startsWith('=?') || !PLAIN_ASCII.test(value) ? undefined : value
   return Buffer.from(match[1], 'base64').toString('utf8')
 }
 

@@ -14,6 +14,7 @@ const SSE_HEADERS = {
 export class ReplyChannel {
   readonly #reply: FastifyReply
   #streaming = false
+  #finished = false
   #controller: AbortController | undefined
 
   constructor (reply: FastifyReply) {
@@ -43,9 +44,12 @@ export class ReplyChannel {
     return this.#controller.signal
   }
 
-  /** Sends one notification on the event stream, opening it if needed. False when the client is gone. */
+  /**
+   * Sends one notification on the event stream, opening it if needed. False when the client
+   * is gone or the response is complete (a handler's background work may outlive its reply).
+   */
   notify (message: object): boolean {
-    if (this.closed) return false
+    if (this.#finished || this.closed) return false
     const raw = this.#reply.raw
     if (!this.#streaming) {
       this.#streaming = true
@@ -58,6 +62,7 @@ export class ReplyChannel {
 
   /** Sends the final message: as the body of a JSON reply, or as the last event of the stream. */
   finish (message: object, statusCode: number): FastifyReply | undefined {
+    this.#finished = true
     if (!this.#streaming) return this.#reply.code(statusCode).send(message)
     if (!this.closed) this.#reply.raw.end(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
     return undefined

@@ -92,14 +92,22 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
 
   async function handler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const ctx = request.mcp as McpContext
-    const result = await dispatcher.lookup(ctx.method).run(ctx) as JsonObject
+    const channel = ctx.sink as ReplyChannel
+    let result: JsonObject
+    try {
+      result = await dispatcher.lookup(ctx.method).run(ctx) as JsonObject
+    } catch (error) {
+      // A streaming reply is hijacked: Fastify counts it as sent and would only log the error.
+      if (channel.streaming) return errorHandler(error as FastifyError, request, reply)
+      throw error
+    }
     const meta = result._meta
     const stamped = {
       resultType: 'complete',
       ...result,
       _meta: meta === undefined ? serverInfoMeta : { ...(meta as JsonObject), ...serverInfoMeta },
     }
-    return (ctx.sink as ReplyChannel).finish({ jsonrpc: '2.0', id: ctx.id, result: stamped }, 200)
+    return channel.finish({ jsonrpc: '2.0', id: ctx.id, result: stamped }, 200)
   }
 
   function errorHandler (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
