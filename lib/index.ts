@@ -10,6 +10,7 @@ import { methods } from './methods.js'
 import { RequestStateCodec, ephemeralKey, keysFromEnv, parseKeys } from './mrtr/codec.js'
 import { ReplayEngine } from './mrtr/replay.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
+import { ProtectedResource } from './transport/oauth.js'
 import { mcpRoutes } from './transport/route.js'
 
 declare module 'fastify' {
@@ -20,6 +21,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The MCP context of the request; `null` until mocapi's preHandler fills it. */
     mcp: McpContext | null
+  }
+  interface FastifyContextConfig {
+    /** Set by mocapi on routes that must stay reachable without credentials (RFC 9728 metadata). */
+    mcpPublic?: boolean
   }
 }
 
@@ -67,7 +72,12 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     unsubscribe()
     await bus.close?.()
   })
-  await fastify.register(mcpRoutes(options, methods(options, features), features.engine))
+  let protectedResource
+  if (options.protectedResource !== undefined) {
+    protectedResource = new ProtectedResource(options.protectedResource, options.path)
+    protectedResource.register(fastify)
+  }
+  await fastify.register(mcpRoutes(options, methods(options, features), features.engine, protectedResource))
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */
@@ -90,4 +100,6 @@ export type { McpRegistry } from './features/registry.js'
 export type { ToolDefinition, ToolHandler, ToolReturn } from './features/tools.js'
 export type { InputRequiredResult } from './mrtr/replay.js'
 export type { MocapiOptions, CacheHint } from './options.js'
+export type { ProtectedResourceOptions } from './transport/oauth.js'
+export type { AccessCheck } from './features/catalog.js'
 export type { CallToolResult, ClientCapabilities, ContentBlock, Implementation, LoggingLevel } from './protocol/wire.js'

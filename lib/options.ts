@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import type { NotificationBus } from './features/subscriptions.js'
+import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'
 
 /** `ttlMs` and `cacheScope` stamped on a cacheable result. */
 export interface CacheHint {
@@ -41,6 +42,11 @@ export interface MocapiOptions {
   pageSize?: number
   /** Largest request body, in bytes. Default 1 MiB. */
   bodyLimit?: number
+  /**
+   * RFC 9728 protected-resource metadata, served at `/.well-known/oauth-protected-resource` (and its
+   * path-suffixed form); 401 replies from the app's auth then carry `WWW-Authenticate` with `resource_metadata`.
+   */
+  protectedResource?: ProtectedResourceOptions
   /** Carries list-change and resource-update events between nodes. Default: in-process only. */
   bus?: NotificationBus
   /** Caching hints of `server/discover` (default 1 hour, public) and of the lists (default 5 minutes, public). */
@@ -66,6 +72,7 @@ export interface ResolvedOptions {
   bodyLimit: number
   cache: { discover: Required<CacheHint>, lists: Required<CacheHint>, resources: Required<CacheHint> }
   bus: NotificationBus | undefined
+  protectedResource: ProtectedResourceOptions | undefined
 }
 
 export const DEFAULT_TTL = 300_000
@@ -76,7 +83,7 @@ export const DEFAULT_MAX_TOKEN_LENGTH = 65_536
 export const MOCAPI_VERSION = '0.1.0'
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 
@@ -197,5 +204,6 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
       resources: cacheHint(cache.resources, 'cache.resources', { ttlMs: 60_000, cacheScope: 'public' }),
     },
     bus: bus as NotificationBus | undefined,
+    protectedResource: resolveProtectedResource(opts.protectedResource),
   }
 }

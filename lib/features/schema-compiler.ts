@@ -15,13 +15,13 @@ export function compileSchema (schema: object, where: string): ValidateFunction 
   }
 }
 
-/** One line naming the first failure: `arguments.to must be string`. */
+/** One line naming the first failure of a validation that failed: `arguments.to must be string`. */
 export function describeErrors (root: string, errors: ErrorObject[] | null | undefined): string {
-  const error = errors?.[0]
-  if (error === undefined) return `${root} is invalid`
+  // Ajv fills `errors` whenever validation fails, each with a message.
+  const error = (errors as ErrorObject[])[0]
   const path = error.instancePath.split('/').slice(1).map((s) => `.${s.replace(/~1/g, '/').replace(/~0/g, '~')}`).join('')
   if (error.keyword === 'additionalProperties') {
     return `${root}${path} must not have property '${(error.params as { additionalProperty: string }).additionalProperty}'`
   }
-  return `${root}${path} ${error.message ?? 'is invalid'}`
+  return `${root}${path} ${error.message as string}`
 }

@@ -70,10 +70,6 @@ function readFilter (value: unknown): Filter {
 export class Subscriptions {
   readonly #streams = new Set<{ deliver: (event: ChangeEvent) => void, end: () => void }>()
 
-  get open (): number {
-    return this.#streams.size
-  }
-
   /** Delivers a change from the bus to the matching open streams. */
   deliver (event: ChangeEvent): void {
     for (const stream of this.#streams) stream.deliver(event)

@@ -33,7 +33,7 @@ export function canonicalJson (value: unknown): string {
     const keys = Object.keys(value).sort()
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as JsonObject)[k])}`).join(',')}}`
   }
-  return JSON.stringify(value) ?? 'null'
+  return JSON.stringify(value)
 }
 
 /**

@@ -2,7 +2,7 @@ import type { McpContext } from '../context.js'
 import { invalidParams, methodNotFound } from '../errors.js'
 import { isPlainObject, type JsonObject } from './wire.js'
 
-type FieldType = 'string' | 'object' | 'id' | 'boolean' | 'array'
+type FieldType = 'string' | 'object'
 
 /** How one MCP method is served. */
 export interface MethodSpec {
@@ -20,19 +20,11 @@ export interface MethodSpec {
 /** Methods earlier revisions had and 2026-07-28 removed: they are answered -32601, HTTP 404. */
 const REMOVED = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])
 
-function typeOk (value: unknown, type: string): boolean {
-  switch (type) {
-    case 'string': return typeof value === 'string'
-    case 'object': return isPlainObject(value)
-    case 'boolean': return typeof value === 'boolean'
-    case 'array': return Array.isArray(value)
-    default: return typeof value === 'string' || typeof value === 'number'
-  }
+function typeOk (value: unknown, type: FieldType): boolean {
+  return type === 'string' ? typeof value === 'string' : isPlainObject(value)
 }
 
-const DESCRIBED: Record<FieldType, string> = {
-  string: 'a string', object: 'an object', id: 'a string or a number', boolean: 'a boolean', array: 'an array',
-}
+const DESCRIBED: Record<FieldType, string> = { string: 'a string', object: 'an object' }
 
 const INTERACTIVE_FIELDS = { inputResponses: 'object?', requestState: 'string?' } as const
 

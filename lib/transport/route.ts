@@ -7,6 +7,7 @@ import type { Dispatcher } from '../protocol/dispatch.js'
 import { idOf, readMessage, readRequest } from '../protocol/envelope.js'
 import { META_SERVER_INFO, type JsonObject } from '../protocol/wire.js'
 import { ReplyChannel } from './channel.js'
+import type { ProtectedResource } from './oauth.js'
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
 
@@ -17,8 +18,11 @@ function hostnameOf (hostHeader: string): string {
   return colon === -1 ? host : host.slice(0, colon)
 }
 
+// The address a connection arrived on: 127.0.0.0/8, ::1, or IPv4 loopback seen by a dual-stack socket.
+const LOOPBACK_ADDRESS = /^(?:127\.|::1$|::ffff:127\.)/
+
 function isLoopbackAddress (address: string | undefined): boolean {
-  return address !== undefined && (address.startsWith('127.') || address === '::1' || address === '::ffff:127.0.0.1')
+  return LOOPBACK_ADDRESS.test(address ?? '')
 }
 
 function forbidden (message: string): McpError {
@@ -40,7 +44,7 @@ function toMcpError (error: FastifyError): McpError {
  * The MCP endpoint: POST only, one JSON-RPC message per request, stateless. It is registered
  * in its own encapsulated context so its error handler applies to it alone.
  */
-export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, engine: ReplayEngine) {
+export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, engine: ReplayEngine, protectedResource?: ProtectedResource) {
   const serverInfoMeta = { [META_SERVER_INFO]: options.serverInfo }
 
   function checkOrigin (request: FastifyRequest): void {
@@ -113,6 +117,7 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
   function errorHandler (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
     const mcpError = toMcpError(error)
     if (mcpError.statusCode >= 500) request.log.error({ err: error }, 'mocapi internal error')
+    if (mcpError.statusCode === 401) protectedResource?.challenge(request, reply)
     const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
     const channel = request.mcp?.sink as ReplyChannel | undefined
     if (channel !== undefined) return channel.finish(payload, mcpError.statusCode)

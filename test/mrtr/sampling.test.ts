@@ -71,8 +71,10 @@ t.test('answers of the wrong shape are -32602', async (t) => {
     const { body } = await call(app, 'tools/call', { name: 'ask_model', requestState: first.body.result.requestState, inputResponses: { capital: answer } }, { capabilities: everything })
     t.same(body.error, { code: -32602, message: `inputResponses.capital: ${message}` })
   }
-  const roots = await call(app, 'tools/call', { name: 'roots', inputResponses: { 'roots-1': { roots: [{ name: 'no uri' }] } } }, { capabilities: everything })
-  t.same(roots.body.error, { code: -32602, message: 'inputResponses.roots-1: result.roots must be an array of { uri }' })
+  for (const answer of [{ roots: [{ name: 'no uri' }] }, 'file:///a']) {
+    const roots = await call(app, 'tools/call', { name: 'roots', inputResponses: { 'roots-1': answer } }, { capabilities: everything })
+    t.same(roots.body.error, { code: -32602, message: 'inputResponses.roots-1: result.roots must be an array of { uri }' })
+  }
 })
 
 t.test('capabilities are checked per kind', async (t) => {

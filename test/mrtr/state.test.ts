@@ -3,6 +3,7 @@ import Fastify from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { randomBytes } from 'node:crypto'
 import mocapi, { requestedSchema } from '../../lib/index.js'
+import { RequestStateCodec, parseKeys } from '../../lib/mrtr/codec.js'
 import { KEY, build, call } from '../helpers.js'
 
 const schema = requestedSchema().string('city')
@@ -87,6 +88,14 @@ t.test('a token expires after its ttl', async (t) => {
   await new Promise((resolve) => setTimeout(resolve, 300))
   const stale = await call(app, 'tools/call', { name: 'fly', arguments: { to: 'Lisbon' }, requestState: state, inputResponses: accept })
   t.same(stale.body.error, REFUSED, 'the expired token gets the same opaque message')
+})
+
+t.test('a token without a round counter reads as round 0', async (t) => {
+  const { app } = await server(t, [KEY])
+  const codec = new RequestStateCodec({ keys: parseKeys([KEY]), ttl: 60_000 })
+  const state = codec.encode({ method: 'tools/call', originalParams: { name: 'fly', arguments: { to: 'Lisbon' } }, inputResponses: [], principal: null })
+  const { body } = await call(app, 'tools/call', { name: 'fly', arguments: { to: 'Lisbon' }, requestState: state, inputResponses: accept })
+  t.same(body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }])
 })
 
 t.test('two instances sharing keys complete each other\'s flows', async (t) => {

@@ -1,0 +1,103 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+
+/** RFC 9728 protected-resource metadata, in mocapi's option casing. */
+export interface ProtectedResourceOptions {
+  /** The resource identifier: the MCP endpoint's public URL. Default: derived from each request. */
+  resource?: string
+  /** Issuer URLs of the authorization servers that issue tokens for this resource. */
+  authorizationServers: string[]
+  scopesSupported?: string[]
+  /** Default `['header']`. */
+  bearerMethodsSupported?: string[]
+  resourceName?: string
+  resourceDocumentation?: string
+}
+
+const WELL_KNOWN = '/.well-known/oauth-protected-resource'
+
+function check (value: unknown, name: string, list: boolean): void {
+  const ok = list
+    ? Array.isArray(value) && value.every((item) => typeof item === 'string' && item !== '')
+    : typeof value === 'string' && value !== ''
+  if (!ok) throw new TypeError(`mocapi: protectedResource.${name} must be ${list ? 'an array of strings' : 'a non-empty string'}, got ${JSON.stringify(value)}`)
+}
+
+/** Validates the `protectedResource` option at registration. */
+export function resolveProtectedResource (value: unknown): ProtectedResourceOptions | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('mocapi: protectedResource must be an object')
+  const options = value as Record<string, unknown>
+  const known = ['resource', 'authorizationServers', 'scopesSupported', 'bearerMethodsSupported', 'resourceName', 'resourceDocumentation']
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new TypeError(`mocapi: unknown option protectedResource.${key}`)
+  }
+  check(options.authorizationServers, 'authorizationServers', true)
+  if (options.resource !== undefined) {
+    check(options.resource, 'resource', false)
+    if (!URL.canParse(options.resource as string)) throw new TypeError(`mocapi: protectedResource.resource must be an absolute URL, got ${JSON.stringify(options.resource)}`)
+  }
+  for (const name of ['scopesSupported', 'bearerMethodsSupported']) if (options[name] !== undefined) check(options[name], name, true)
+  for (const name of ['resourceName', 'resourceDocumentation']) if (options[name] !== undefined) check(options[name], name, false)
+  return options as unknown as ProtectedResourceOptions
+}
+
+/**
+ * Serves RFC 9728 metadata at `/.well-known/oauth-protected-resource` and its path-suffixed
+ * form, and tells 401 replies where to find it. The metadata routes carry
+ * `config.mcpPublic = true`, so an app-wide auth hook can let them through.
+ */
+export class ProtectedResource {
+  readonly #options: ProtectedResourceOptions
+  readonly #path: string
+
+  constructor (options: ProtectedResourceOptions, path: string) {
+    this.#options = options
+    this.#path = path
+  }
+
+  /** The resource URL: the configured one, or the endpoint as this request reached it. */
+  resource (request: FastifyRequest): string {
+    return this.#options.resource ?? `${request.protocol}://${request.host}${this.#path}`
+  }
+
+  /** Where the metadata of this resource is published (the path-suffixed well-known URL). */
+  metadataUrl (request: FastifyRequest): string {
+    const resource = new URL(this.resource(request))
+    return `${resource.origin}${WELL_KNOWN}${resource.pathname === '/' ? '' : resource.pathname}`
+  }
+
+  metadata (request: FastifyRequest): Record<string, unknown> {
+    const o = this.#options
+    const body: Record<string, unknown> = {
+      resource: this.resource(request),
+      authorization_servers: o.authorizationServers,
+      bearer_methods_supported: o.bearerMethodsSupported ?? ['header'],
+    }
+    if (o.scopesSupported !== undefined) body.scopes_supported = o.scopesSupported
+    if (o.resourceName !== undefined) body.resource_name = o.resourceName
+    if (o.resourceDocumentation !== undefined) body.resource_documentation = o.resourceDocumentation
+    return body
+  }
+
+  /** Adds `resource_metadata` to the `WWW-Authenticate` challenge of a 401 reply. */
+  challenge (request: FastifyRequest, reply: FastifyReply): void {
+    const parameter = `resource_metadata="${this.metadataUrl(request)}"`
+    const existing = reply.getHeader('www-authenticate')
+    if (typeof existing === 'string' && existing !== '') {
+      if (!existing.includes('resource_metadata=')) reply.header('www-authenticate', `${existing}, ${parameter}`)
+    } else {
+      reply.header('www-authenticate', `Bearer ${parameter}`)
+    }
+  }
+
+  register (fastify: FastifyInstance): void {
+    const handler = async (request: FastifyRequest, reply: FastifyReply) => reply.header('cache-control', 'public, max-age=3600').send(this.metadata(request))
+    const urls = new Set([WELL_KNOWN, `${WELL_KNOWN}${this.#path}`])
+    const configured = this.#options.resource
+    if (configured !== undefined) {
+      const pathname = new URL(configured).pathname
+      if (pathname !== '/') urls.add(`${WELL_KNOWN}${pathname}`)
+    }
+    for (const url of urls) fastify.get(url, { config: { mcpPublic: true } }, handler)
+  }
+}
