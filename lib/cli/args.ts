@@ -1,0 +1,101 @@
+import { parseArgs } from 'node:util'
+
+export const USAGE = `Usage:
+  mocapi call <url> <tool> [--arg key=value ...] [--arg key:=json ...] [--args-json '{...}']
+                           [--token T] [--json] [--yes]
+  mocapi tools <url> [--token T] [--json]
+
+Calls a tool of an MCP 2026-07-28 server at <url> (its endpoint, such as http://127.0.0.1:3000/mcp),
+asking each elicitation's questions on the terminal, round after round, and prints the result.
+
+  --arg key=value     a string argument; key:=value takes JSON (numbers, booleans, arrays, objects)
+  --args-json JSON    the arguments as one JSON object (--arg entries are applied on top)
+  --token T           sent as "Authorization: Bearer T" (default: the MOCAPI_TOKEN variable)
+  --json              print the final result as one JSON line; questions and rounds stay on stderr
+  --yes               take defaults and skip optional fields without asking; accept links
+  -h, --help          show this help
+
+In a form, an empty answer takes the [default] or skips an optional field; !decline and !cancel
+answer the whole form. Exit status: 0 done, 1 the tool or the server failed, 2 bad usage.`
+
+export type Command =
+  | { command: 'help' }
+  | { command: 'tools', url: URL, token: string | undefined, json: boolean }
+  | { command: 'call', url: URL, token: string | undefined, json: boolean, yes: boolean, tool: string, args: Record<string, unknown> }
+
+/** A command line that does not make sense; the message says why. */
+export class UsageError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'UsageError'
+  }
+}
+
+function json (text: string, what: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new UsageError(`${what} is not valid JSON: ${text}`)
+  }
+}
+
+function endpoint (text: string | undefined): URL {
+  if (text === undefined) throw new UsageError('missing <url>')
+  const url = URL.canParse(text) ? new URL(text) : undefined
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new UsageError(`<url> must be an http(s) URL, got ${text}`)
+  return url
+}
+
+/** The tool arguments of `--args-json` and the `--arg` entries on top of it. */
+function toolArgs (argsJson: string | undefined, entries: string[]): Record<string, unknown> {
+  const base = argsJson === undefined ? {} : json(argsJson, '--args-json')
+  if (typeof base !== 'object' || base === null || Array.isArray(base)) throw new UsageError('--args-json must be a JSON object')
+  const args: Record<string, unknown> = { ...base }
+  for (const entry of entries) {
+    const equals = entry.indexOf('=')
+    if (equals <= 0) throw new UsageError(`--arg takes key=value or key:=json, got ${entry}`)
+    const raw = entry[equals - 1] === ':'
+    const key = entry.slice(0, raw ? equals - 1 : equals)
+    if (key === '') throw new UsageError(`--arg takes key=value or key:=json, got ${entry}`)
+    args[key] = raw ? json(entry.slice(equals + 1), `--arg ${key}`) : entry.slice(equals + 1)
+  }
+  return args
+}
+
+/** Reads the command line (without `node` and the script). Throws a UsageError. */
+export function parseCommand (argv: string[], env: Record<string, string | undefined>): Command {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        arg: { type: 'string', multiple: true, default: [] },
+        'args-json': { type: 'string' },
+        token: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        yes: { type: 'boolean', short: 'y', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    })
+  } catch (error) {
+    throw new UsageError((error as Error).message)
+  }
+  const { values, positionals } = parsed
+  if (values.help) return { command: 'help' }
+  const [command, url, ...rest] = positionals
+  const token = values.token ?? env.MOCAPI_TOKEN
+  if (command === 'tools') {
+    const target = endpoint(url)
+    if (rest.length > 0) throw new UsageError(`unexpected ${rest.join(' ')}`)
+    return { command, url: target, token, json: values.json }
+  }
+  if (command === 'call') {
+    const target = endpoint(url)
+    const [tool, ...extra] = rest
+    if (tool === undefined) throw new UsageError('missing <tool>')
+    if (extra.length > 0) throw new UsageError(`unexpected ${extra.join(' ')} (arguments go in --arg key=value)`)
+    return { command, url: target, token, json: values.json, yes: values.yes, tool, args: toolArgs(values['args-json'], values.arg) }
+  }
+  throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`)
+}

@@ -1,0 +1,129 @@
+/**
+ * `mocapi`: try an MCP 2026-07-28 server by hand. `mocapi call <url> <tool>` calls a tool and asks
+ * the questions of each elicitation on the terminal until the result is complete.
+ */
+import type { Readable, Writable } from 'node:stream'
+import { McpClientError, createTestClient, type ListedTool, type Notification } from '../testing/client.js'
+import type { AnswerFunction } from '../testing/answers.js'
+import type { ContentBlock, JsonObject } from '../protocol/wire.js'
+import { USAGE, parseCommand, type Command } from './args.js'
+import { askForm, askUrl, type Asker } from './form.js'
+import { Terminal } from './terminal.js'
+
+/** Where the CLI reads and writes; the process's own streams by default. */
+export interface Io {
+  stdin: Readable
+  stdout: Writable
+  stderr: Writable
+  env: Record<string, string | undefined>
+}
+
+const CLIENT_INFO = { name: 'mocapi-cli', version: '1.0.0' }
+
+/** One line for a content block: its text, or what it is. */
+export function blockText (block: ContentBlock): string {
+  switch (block.type) {
+    case 'text': return block.text
+    case 'image':
+    case 'audio': return `[${block.type} ${block.mimeType}]`
+    case 'resource_link': return `[link ${block.name}: ${block.uri}]`
+    default: return 'text' in block.resource ? block.resource.text : `[resource ${block.resource.uri}]`
+  }
+}
+
+/** A notification as a line of stderr. */
+export function notificationText (notification: Notification): string {
+  const params = notification.params ?? {}
+  if (notification.method === 'notifications/progress') {
+    const total = params.total === undefined ? '' : `/${params.total}`
+    return `progress ${params.progress}${total}${params.message === undefined ? '' : ` ${params.message}`}`
+  }
+  if (notification.method === 'notifications/message') {
+    const data = typeof params.data === 'string' ? params.data : JSON.stringify(params.data)
+    return `[${params.level}]${params.logger === undefined ? '' : ` ${params.logger}:`} ${data}`
+  }
+  return notification.method
+}
+
+/** A tool as one line of `mocapi tools`: `name(arg: type, opt?: type) description`. */
+export function toolLine (tool: ListedTool): string {
+  const properties = (tool.inputSchema.properties ?? {}) as Record<string, JsonObject>
+  const required = (tool.inputSchema.required ?? []) as string[]
+  const args = Object.entries(properties).map(([name, schema]) => {
+    const type = Array.isArray(schema.enum) ? schema.enum.map((v) => JSON.stringify(v)).join(' | ') : schema.type ?? 'any'
+    return `${name}${required.includes(name) ? '' : '?'}: ${type}`
+  })
+  return `${tool.name}(${args.join(', ')})${tool.description === undefined ? '' : `  ${tool.description}`}`
+}
+
+/** Answers what the CLI can answer: forms and links, on the terminal. */
+function terminalAnswers (asker: Asker, yes: boolean): AnswerFunction {
+  return (request) => {
+    if (request.kind === 'elicit') return askForm(asker, request, { yes })
+    if (request.kind === 'elicitUrl') return askUrl(asker, request, { yes })
+    throw new Error(`the server asked for ${request.request.method} (input request "${request.key}"), which mocapi call does not offer`)
+  }
+}
+
+async function run (command: Exclude<Command, { command: 'help' }>, io: Io, terminal: Terminal): Promise<number> {
+  const client = createTestClient(command.url, {
+    token: command.token,
+    clientInfo: CLIENT_INFO,
+    capabilities: { elicitation: { form: {}, url: {} } },
+    onNotification: (notification) => terminal.say(notificationText(notification)),
+    onRound: (round, requests) => {
+      const count = Object.keys(requests).length
+      terminal.say(`round ${round}: ${count} ${count === 1 ? 'question' : 'questions'}`)
+    },
+  })
+  if (command.command === 'tools') {
+    const tools = await client.listTools()
+    io.stdout.write(command.json ? `${JSON.stringify(tools)}\n` : tools.map((tool) => `${toolLine(tool)}\n`).join(''))
+    return 0
+  }
+  const { result } = await client.callTool(command.tool, command.args, terminalAnswers(terminal, command.yes), { meta: { progressToken: 'mocapi-cli' } })
+  if (command.json) {
+    io.stdout.write(`${JSON.stringify(result)}\n`)
+  } else {
+    const lines = result.content.map(blockText)
+    if (lines.length === 0 && result.structuredContent !== undefined) lines.push(JSON.stringify(result.structuredContent, null, 2))
+    io.stdout.write(lines.map((line) => `${line}\n`).join(''))
+  }
+  return result.isError === true ? 1 : 0
+}
+
+/** Runs the CLI; resolves with the exit status (0 done, 1 failed, 2 bad usage). */
+export async function main (argv: string[], io: Io): Promise<number> {
+  let command: Command
+  try {
+    command = parseCommand(argv, io.env)
+  } catch (error) {
+    io.stderr.write(`mocapi: ${(error as Error).message}\n\n${USAGE}\n`)
+    return 2
+  }
+  if (command.command === 'help') {
+    io.stdout.write(`${USAGE}\n`)
+    return 0
+  }
+  const terminal = new Terminal(io.stdin, io.stderr)
+  let status = 1
+  try {
+    status = await run(command, io, terminal)
+  } catch (error) {
+    const cause = (error as Error).cause
+    const code = error instanceof McpClientError && error.code !== undefined ? `error ${error.code}: ` : ''
+    const detail = cause instanceof Error ? `: ${cause.message}` : ''
+    io.stderr.write(`mocapi: ${code}${(error as Error).message}${detail}\n`)
+    if (command.json && error instanceof McpClientError) {
+      io.stdout.write(`${JSON.stringify({ error: { code: error.code, message: error.message, data: error.data, status: error.status } })}\n`)
+    }
+  } finally {
+    terminal.close()
+  }
+  return status
+}
+
+/** The process's own streams and environment. */
+export function processIo (): Io {
+  return { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env }
+}

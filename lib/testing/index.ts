@@ -1,0 +1,24 @@
+/**
+ * `mocapi/testing`: a client for testing MCP 2026-07-28 servers, mocapi's or any other.
+ *
+ * ```ts
+ * const client = createTestClient(app)   // a Fastify app (inject) or an endpoint URL (fetch)
+ * const { result, rounds } = await client.callTool('book_flight', { to: 'Lisbon' },
+ *   (request) => request.kind === 'elicit' ? accept({ confirm: true, cabin: 'economy' }) : decline())
+ * ```
+ */
+export {
+  createTestClient, McpClientError,
+  type TestClient, type TestClientOptions, type CallOptions, type Outcome, type Round, type Notification,
+  type ReadResourceResult, type ListedTool,
+} from './client.js'
+export {
+  accept, decline, cancel, sampled, roots, answers, byKind,
+  type Answers, type AnswerFunction, type AnswerOf, type KindHandlers, type QueuedAnswer, type InputRequestView,
+  type ElicitView, type ElicitUrlView, type SampleView, type RootsView,
+  type ElicitResult, type ElicitContent, type ListRootsResult, type InputResponse,
+} from './answers.js'
+export type { CallToolResult, ContentBlock, InputRequest } from '../protocol/wire.js'
+export type { GetPromptResult } from '../features/prompts.js'
+export type { CreateMessageParams, CreateMessageResult, Root } from '../context.js'
+export type { RequestedSchema } from '../elicitation/schema.js'

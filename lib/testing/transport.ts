@@ -1,0 +1,109 @@
+/**
+ * How the test client reaches a server: `app.inject` for a Fastify app, `fetch` for a URL.
+ * Either way a reply is read the same: a JSON body, or an event stream whose notifications
+ * are handed over as they arrive and whose last message is the response.
+ */
+import type { FastifyInstance } from 'fastify'
+
+/** A reply as it comes off the wire: status, content type, and the body's text in chunks. */
+export interface RawReply {
+  status: number
+  contentType: string
+  body: AsyncIterable<string> | Iterable<string>
+}
+
+/** Posts one JSON-RPC message with the given headers. */
+export type Transport = (headers: Record<string, string>, body: string) => Promise<RawReply>
+
+/** Posts to `path` of a Fastify app through `inject`: no port, no socket. */
+export function injectTransport (app: FastifyInstance, path: string): Transport {
+  return async (headers, body) => {
+    const response = await app.inject({ method: 'POST', url: path, headers, payload: body })
+    return { status: response.statusCode, contentType: String(response.headers['content-type'] ?? ''), body: [response.body] }
+  }
+}
+
+/** Posts to a URL with `fetch`, reading the body as it streams in. */
+export function fetchTransport (url: URL): Transport {
+  return async (headers, body) => {
+    const response = await fetch(url, { method: 'POST', headers, body })
+    return { status: response.status, contentType: response.headers.get('content-type') ?? '', body: chunks(response.body) }
+  }
+}
+
+async function * chunks (stream: ReadableStream<Uint8Array> | null): AsyncIterable<string> {
+  if (stream === null) return
+  const reader = stream.getReader()
+  const decoder = new TextDecoder()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    yield decoder.decode(value, { stream: true })
+  }
+}
+
+/** The value of a JSON text, or undefined when it does not parse. */
+function parseJson (text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/** Splits an event stream into the JSON of its `data:` fields, one message per event (undefined when it does not parse). */
+export class EventStreamParser {
+  #buffer = ''
+
+  /** Adds a chunk; returns the messages of the events it completed. */
+  push (chunk: string): unknown[] {
+    this.#buffer = (this.#buffer + chunk).replace(/\r\n/g, '\n')
+    const messages: unknown[] = []
+    let end = this.#buffer.indexOf('\n\n')
+    while (end !== -1) {
+      const data = this.#buffer.slice(0, end).split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(line.startsWith('data: ') ? 6 : 5))
+      if (data.length > 0) messages.push(parseJson(data.join('\n')))
+      this.#buffer = this.#buffer.slice(end + 2)
+      end = this.#buffer.indexOf('\n\n')
+    }
+    return messages
+  }
+
+  /** Ends the stream; returns the message of a last event that lacked its blank line. */
+  end (): unknown[] {
+    return this.push('\n\n')
+  }
+}
+
+/** A read reply: the one JSON-RPC response (or whatever JSON came instead), and the raw text of a non-JSON body. */
+export interface ReadReply {
+  status: number
+  message: unknown
+  text: string
+}
+
+/**
+ * Reads a reply: parses a JSON body, or an event stream, where each message without an `id`
+ * is a notification passed to `onNotification` and the message with one is the response.
+ * JSON that does not parse reads as no message.
+ */
+export async function readReply (reply: RawReply, onNotification: (message: Record<string, unknown>) => void): Promise<ReadReply> {
+  let text = ''
+  if (!reply.contentType.startsWith('text/event-stream')) {
+    for await (const chunk of reply.body) text += chunk
+    return { status: reply.status, message: reply.contentType.startsWith('application/json') ? parseJson(text) : undefined, text }
+  }
+  const parser = new EventStreamParser()
+  let response: unknown
+  const take = (messages: unknown[]): void => {
+    for (const message of messages) {
+      if (typeof message === 'object' && message !== null && !('id' in message)) onNotification(message as Record<string, unknown>)
+      else response = message
+    }
+  }
+  for await (const chunk of reply.body) take(parser.push(chunk))
+  take(parser.end())
+  return { status: reply.status, message: response, text }
+}

@@ -1,0 +1,55 @@
+import t from 'tap'
+import { USAGE, UsageError, parseCommand } from '../../lib/cli/args.js'
+
+const URL_TEXT = 'http://127.0.0.1:3000/mcp'
+
+t.test('call: arguments as strings, JSON, or one JSON object underneath', async (t) => {
+  const command = parseCommand(['call', URL_TEXT, 'book', '--arg', 'to=Lisbon', '--arg', 'seats:=2', '--arg', 'note=a=b',
+    '--args-json', '{"to":"Oslo","direct":true}', '--arg', 'tags:=["x"]', '--json', '-y'], {})
+  t.same(command, {
+    command: 'call',
+    url: new URL(URL_TEXT),
+    token: undefined,
+    json: true,
+    yes: true,
+    tool: 'book',
+    args: { to: 'Lisbon', direct: true, seats: 2, note: 'a=b', tags: ['x'] },
+  })
+  t.match(parseCommand(['call', URL_TEXT, 'book'], {}), { args: {}, json: false, yes: false })
+})
+
+t.test('the token comes from --token, else MOCAPI_TOKEN', async (t) => {
+  t.match(parseCommand(['call', URL_TEXT, 'x', '--token', 'abc'], { MOCAPI_TOKEN: 'env' }), { token: 'abc' })
+  t.match(parseCommand(['call', URL_TEXT, 'x'], { MOCAPI_TOKEN: 'env' }), { token: 'env' })
+  t.match(parseCommand(['tools', URL_TEXT, '--json'], { MOCAPI_TOKEN: 'env' }), { command: 'tools', token: 'env', json: true })
+})
+
+t.test('help', async (t) => {
+  t.same(parseCommand(['--help'], {}), { command: 'help' })
+  t.same(parseCommand(['call', '-h'], {}), { command: 'help' })
+  t.match(USAGE, /mocapi call <url> <tool>/)
+})
+
+t.test('usage errors say what is wrong', async (t) => {
+  const cases: Array<[string[], string]> = [
+    [[], 'missing command'],
+    [['ring', URL_TEXT], 'unknown command ring'],
+    [['call'], 'missing <url>'],
+    [['call', 'localhost:3000'], '<url> must be an http(s) URL, got localhost:3000'],
+    [['call', 'not a url'], '<url> must be an http(s) URL, got not a url'],
+    [['call', URL_TEXT], 'missing <tool>'],
+    [['call', URL_TEXT, 'book', 'to=Lisbon'], 'unexpected to=Lisbon (arguments go in --arg key=value)'],
+    [['tools', URL_TEXT, 'extra'], 'unexpected extra'],
+    [['tools'], 'missing <url>'],
+    [['call', URL_TEXT, 'book', '--arg', 'to'], '--arg takes key=value or key:=json, got to'],
+    [['call', URL_TEXT, 'book', '--arg', '=x'], '--arg takes key=value or key:=json, got =x'],
+    [['call', URL_TEXT, 'book', '--arg', ':=1'], '--arg takes key=value or key:=json, got :=1'],
+    [['call', URL_TEXT, 'book', '--arg', 'n:=one'], '--arg n is not valid JSON: one'],
+    [['call', URL_TEXT, 'book', '--args-json', '{'], '--args-json is not valid JSON: {'],
+    [['call', URL_TEXT, 'book', '--args-json', '[1]'], '--args-json must be a JSON object'],
+    [['call', URL_TEXT, 'book', '--args-json', 'null'], '--args-json must be a JSON object'],
+  ]
+  for (const [argv, message] of cases) t.throws(() => parseCommand(argv, {}), new UsageError(message), argv.join(' '))
+  t.throws(() => parseCommand(['call', URL_TEXT, 'x', '--bogus'], {}), { name: 'UsageError', message: /Unknown option '--bogus'/ })
+  t.throws(() => parseCommand(['call', URL_TEXT, 'x', '--token'], {}), { name: 'UsageError', message: /--token/ })
+})

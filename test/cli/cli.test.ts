@@ -1,0 +1,315 @@
+import t from 'tap'
+import Fastify from 'fastify'
+import { spawn, spawnSync } from 'node:child_process'
+import type { AddressInfo } from 'node:net'
+import { PassThrough } from 'node:stream'
+import { requestedSchema } from '../../lib/index.js'
+import { blockText, main, notificationText, processIo, toolLine } from '../../lib/cli/main.js'
+import { build } from '../helpers.js'
+
+type Test = Parameters<typeof build>[0]
+
+// The `mocapi` command run from source, as bin/mocapi.js runs it from dist; "mocapi" stands in for the script name.
+const ENTRY = ['--input-type=module', '-e', `import { main, processIo } from ${JSON.stringify(new URL('../../lib/cli/main.js', import.meta.url).href)}
+process.exitCode = await main(process.argv.slice(2), processIo())`, 'mocapi']
+
+const trip = requestedSchema()
+  .boolean('confirm', { title: 'Confirm the booking' })
+  .choose('cabin', [{ value: 'economy', title: 'Economy' }, { value: 'business', title: 'Business' }], { default: 'economy' })
+const seat = requestedSchema()
+  .choose('seat', ['window', 'aisle'], { title: 'Seat' })
+  .integer('bags', { minimum: 0, maximum: 2, optional: true })
+
+/** A listening travel server; resolves with its endpoint URL. */
+async function server (t: Test): Promise<string> {
+  const app = await build(t, {}, (app) => {
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.headers['x-deny'] !== undefined || (request.headers.authorization ?? 'Bearer ok') !== 'Bearer ok') {
+        return reply.code(401).send({ statusCode: 401, error: 'Unauthorized', message: 'Bad token' })
+      }
+    })
+    app.mcp.tool({
+      name: 'book',
+      description: 'Books a flight',
+      inputSchema: { type: 'object', properties: { to: { type: 'string' }, class: { enum: ['eco', 'biz'] } }, required: ['to'] },
+    }, async (args: { to: string }, ctx) => {
+      ctx.progress(1, 2, 'checking')
+      const first = await ctx.elicit(`Book a flight to ${args.to}?`, trip)
+      if (first.action !== 'accept' || !first.content.confirm) return `Nothing booked (${first.action})`
+      const second = await ctx.elicit('Where do you sit?', seat)
+      const where = second.action === 'accept' ? `${second.content.seat}, ${second.content.bags ?? 0} bags` : second.action
+      return `Booked ${first.content.cabin} to ${args.to}: ${where}`
+    })
+    app.mcp.tool({ name: 'login' }, async (_args, ctx) => {
+      const answer = await ctx.elicitUrl('Sign in to your airline', 'https://example.com/login')
+      return `login ${answer.action}`
+    })
+    app.mcp.tool({ name: 'pair' }, async (_args, ctx) => {
+      const [name, email] = await Promise.all([
+        ctx.elicit('Your name?', requestedSchema().string('name'), { key: 'name' }),
+        ctx.elicit('Your email?', requestedSchema().string('email', { format: 'email' }), { key: 'email' }),
+      ])
+      return name.action === 'accept' && email.action === 'accept' ? `${name.content.name} <${email.content.email}>` : 'no'
+    })
+    app.mcp.tool({ name: 'broken' }, () => ({ content: [{ type: 'text', text: 'it broke' }], isError: true }))
+    app.mcp.tool({ name: 'data' }, () => ({ content: [], structuredContent: { a: 1 } }))
+    app.mcp.tool({ name: 'quiet' }, () => ({ content: [] }))
+    app.mcp.tool({ name: 'blocks' }, () => ({
+      content: [
+        { type: 'text', text: 'hi' },
+        { type: 'image', data: 'AAAA', mimeType: 'image/png' },
+        { type: 'resource_link', uri: 'file:///a', name: 'a' },
+        { type: 'resource', resource: { uri: 'file:///b', text: 'inline' } },
+        { type: 'resource', resource: { uri: 'file:///c', blob: 'AAAA' } },
+      ],
+    }))
+    app.mcp.tool({ name: 'sampler' }, async (_args, ctx) => (await ctx.sample({ messages: [], maxTokens: 5 })).model)
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+}
+
+function collect () {
+  const stream = new PassThrough()
+  let text = ''
+  stream.on('data', (chunk) => { text += chunk })
+  return { stream, text: () => text }
+}
+
+/** Runs the CLI in this process with `lines` on its stdin. */
+async function run (argv: string[], lines: string[] = [], env: Record<string, string> = {}) {
+  const stdin = new PassThrough()
+  const stdout = collect()
+  const stderr = collect()
+  stdin.end(lines.map((line) => `${line}\n`).join(''))
+  const code = await main(argv, { stdin, stdout: stdout.stream, stderr: stderr.stream, env })
+  return { code, stdout: stdout.text(), stderr: stderr.text() }
+}
+
+/** Runs the CLI as its own process, writing `lines` to its stdin one at a time. */
+function spawned (argv: string[], lines: string[] = []): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, ...ENTRY, ...argv], { stdio: 'pipe' })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk
+      // answer each prompt as it shows, as a person would
+      if (/: $/.test(stderr) && lines.length > 0) child.stdin.write(`${lines.shift()}\n`)
+      if (lines.length === 0) child.stdin.end()
+    })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+t.test('a call with two rounds: prompts, a re-ask, the result on stdout', async (t) => {
+  const url = await server(t)
+  const { code, stdout, stderr } = await run(['call', url, 'book', '--arg', 'to=Lisbon'], ['maybe', 'yes', '', '3', 'aisle', '5', '1'])
+  t.equal(code, 0)
+  t.equal(stdout, 'Booked economy to Lisbon: aisle, 1 bags\n')
+  t.equal(stderr, [
+    'progress 1/2 checking',
+    'round 1: 1 question',
+    'Book a flight to Lisbon?',
+    '  (!decline to decline, !cancel to cancel)',
+    '  Confirm the booking (y/n): maybe',
+    '  ! answer y or n',
+    '  Confirm the booking (y/n): yes',
+    '    1) Economy',
+    '    2) Business',
+    '  cabin (1-2) [Economy]: ',
+    'progress 1/2 checking',
+    'round 2: 1 question',
+    'Where do you sit?',
+    '  (!decline to decline, !cancel to cancel)',
+    '    1) window',
+    '    2) aisle',
+    '  Seat (1-2): 3',
+    '  ! choose a number from 1 to 2',
+    '  Seat (1-2): aisle',
+    '  bags (integer, 0-2, optional): 5',
+    '  ! must be at most 2',
+    '  bags (integer, 0-2, optional): 1',
+    'progress 1/2 checking',
+    '',
+  ].join('\n'))
+})
+
+t.test('--json prints the final result as one JSON line, nothing else on stdout', async (t) => {
+  const url = await server(t)
+  const { code, stdout, stderr } = await run(['call', url, 'book', '--args-json', '{"to":"Oslo"}', '--json', '--yes'], ['n'])
+  t.equal(code, 0)
+  const lines = stdout.split('\n')
+  t.equal(lines.length, 2)
+  t.match(JSON.parse(lines[0]), { resultType: 'complete', content: [{ type: 'text', text: 'Nothing booked (accept)' }] })
+  t.match(stderr, /round 1: 1 question/)
+})
+
+t.test('declining, cancelling, and stdin running out', async (t) => {
+  const url = await server(t)
+  t.equal((await run(['call', url, 'book', '--arg', 'to=Rome'], ['!decline'])).stdout, 'Nothing booked (decline)\n')
+  t.equal((await run(['call', url, 'book', '--arg', 'to=Rome'], ['!cancel'])).stdout, 'Nothing booked (cancel)\n')
+  t.equal((await run(['call', url, 'book', '--arg', 'to=Rome'], ['y', '2'])).stdout, 'Booked business to Rome: cancel\n')
+})
+
+t.test('two questions in one round', async (t) => {
+  const url = await server(t)
+  const { code, stdout, stderr } = await run(['call', url, 'pair'], ['Ada', 'ada@', 'ada@example.com'])
+  t.equal(code, 0)
+  t.equal(stdout, 'Ada <ada@example.com>\n')
+  t.equal(stderr, [
+    'round 1: 2 questions',
+    'Your name?', '  (!decline to decline, !cancel to cancel)', '  name: Ada',
+    'Your email?', '  (!decline to decline, !cancel to cancel)', '  email (email): ada@', '  ! must be an email address', '  email (email): ada@example.com',
+    '',
+  ].join('\n'))
+})
+
+t.test('a link: shown, then opened or not', async (t) => {
+  const url = await server(t)
+  const opened = await run(['call', url, 'login'], ['y'])
+  t.equal(opened.stdout, 'login accept\n')
+  t.match(opened.stderr, 'Sign in to your airline\n  open: https://example.com/login\n  Did you open it?')
+  t.equal((await run(['call', url, 'login'], ['n'])).stdout, 'login decline\n')
+  const yes = await run(['call', url, 'login', '--yes'])
+  t.equal(yes.stdout, 'login accept\n')
+  t.notMatch(yes.stderr, 'Did you open it?')
+})
+
+t.test('results: error results exit 1; every kind of block prints', async (t) => {
+  const url = await server(t)
+  t.same(await run(['call', url, 'broken']), { code: 1, stdout: 'it broke\n', stderr: '' })
+  t.same(await run(['call', url, 'data']), { code: 0, stdout: '{\n  "a": 1\n}\n', stderr: '' })
+  t.same(await run(['call', url, 'quiet']), { code: 0, stdout: '', stderr: '' })
+  t.equal((await run(['call', url, 'blocks'])).stdout, 'hi\n[image image/png]\n[link a: file:///a]\ninline\n[resource file:///c]\n')
+})
+
+t.test('server errors exit 1, and --json prints them as one line', async (t) => {
+  const url = await server(t)
+  const unknown = await run(['call', url, 'nope'])
+  t.same(unknown, { code: 1, stdout: '', stderr: 'mocapi: error -32602: Unknown tool: nope\n' })
+  const json = await run(['call', url, 'nope', '--json'])
+  t.same(JSON.parse(json.stdout), { error: { code: -32602, message: 'Unknown tool: nope', status: 200 } })
+  const sampling = await run(['call', url, 'sampler'])
+  t.equal(sampling.code, 1)
+  t.match(sampling.stderr, 'error -32021: Server requires the sampling client capability')
+})
+
+t.test('the token: --token, MOCAPI_TOKEN, and a refusal', async (t) => {
+  const url = await server(t)
+  t.equal((await run(['call', url, 'quiet', '--token', 'ok'])).code, 0)
+  t.same(await run(['call', url, 'quiet', '--token', 'bad']), { code: 1, stdout: '', stderr: 'mocapi: HTTP 401: Bad token\n' })
+  t.same(await run(['tools', url], [], { MOCAPI_TOKEN: 'bad' }), { code: 1, stdout: '', stderr: 'mocapi: HTTP 401: Bad token\n' })
+})
+
+t.test('a server that cannot be reached', async (t) => {
+  const app = Fastify()
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const port = (app.server.address() as AddressInfo).port
+  await app.close()
+  const { code, stderr } = await run(['call', `http://127.0.0.1:${port}/mcp`, 'x'])
+  t.equal(code, 1)
+  t.match(stderr, /^mocapi: fetch failed: connect ECONNREFUSED/)
+  const json = await run(['call', `http://127.0.0.1:${port}/mcp`, 'x', '--json'])
+  t.equal(json.code, 1)
+  t.equal(json.stdout, '', 'only server replies print as JSON')
+})
+
+t.test('sampling or roots asked of the CLI anyway fail the call', async (t) => {
+  const app = Fastify()
+  app.post('/mcp', async (request) => ({
+    jsonrpc: '2.0',
+    id: (request.body as { id: number }).id,
+    result: { resultType: 'input_required', inputRequests: { r: { method: 'roots/list', params: {} } } },
+  }))
+  t.teardown(() => app.close())
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { code, stderr } = await run(['call', `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`, 'x'])
+  t.equal(code, 1)
+  t.equal(stderr, 'round 1: 1 question\nmocapi: the server asked for roots/list (input request "r"), which mocapi call does not offer\n')
+})
+
+t.test('tools lists the tools, as lines or JSON', async (t) => {
+  const url = await server(t)
+  const { code, stdout } = await run(['tools', url])
+  t.equal(code, 0)
+  t.equal(stdout.split('\n')[0], 'book(to: string, class?: "eco" | "biz")  Books a flight')
+  t.equal(stdout.split('\n')[1], 'login()')
+  const json = await run(['tools', url, '--json'])
+  t.match(JSON.parse(json.stdout), [{ name: 'book' }, { name: 'login' }])
+})
+
+t.test('help and usage errors', async (t) => {
+  const help = await run(['--help'])
+  t.equal(help.code, 0)
+  t.match(help.stdout, /^Usage:/)
+  const bad = await run(['call'])
+  t.equal(bad.code, 2)
+  t.equal(bad.stdout, '')
+  t.match(bad.stderr, /^mocapi: missing <url>\n\nUsage:/)
+})
+
+t.test('lines for blocks, notifications and tools', async (t) => {
+  t.same(processIo(), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env })
+  t.equal(blockText({ type: 'audio', data: 'AA', mimeType: 'audio/wav' }), '[audio audio/wav]')
+  t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 3 } }), 'progress 3')
+  t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hi' } }), '[info] hi')
+  t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'error', logger: 'db', data: { n: 1 } } }), '[error] db: {"n":1}')
+  t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/other' }), 'notifications/other')
+  t.equal(toolLine({ name: 'x', inputSchema: { type: 'object', properties: { a: {} } } }), 'x(a?: any)')
+})
+
+t.test('as its own process: scripted stdin, a re-ask, exit statuses', async (t) => {
+  const url = await server(t)
+  const booked = await spawned(['call', url, 'book', '--arg', 'to=Bern'], ['y', 'first', '2', '1', ''])
+  t.equal(booked.code, 0)
+  t.equal(booked.stdout, 'Booked business to Bern: window, 0 bags\n')
+  t.match(booked.stderr, '  cabin (1-2) [Economy]: first\n  ! choose a number from 1 to 2\n')
+  const json = await spawned(['call', url, 'book', '--arg', 'to=Bern', '--json'], ['!cancel'])
+  t.equal(json.code, 0)
+  t.same(JSON.parse(json.stdout).content, [{ type: 'text', text: 'Nothing booked (cancel)' }])
+  const broken = await spawned(['call', url, 'broken'])
+  t.equal(broken.code, 1)
+  const usage = await spawned(['call', url])
+  t.equal(usage.code, 2)
+  t.match(usage.stderr, 'missing <tool>')
+})
+
+const hasScript = spawnSync('script', ['--version']).status === 0
+
+/** Runs the CLI on a pseudo-terminal (util-linux `script`), typing each answer once its prompt shows. */
+function onTerminal (argv: string[], dialogue: Array<[string, string]>): Promise<{ code: number | null, output: string }> {
+  const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
+  const command = [process.execPath, ...process.execArgv, ...ENTRY, ...argv].map(quote).join(' ')
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: 'pipe' })
+    let output = ''
+    let from = 0
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk
+      const next = dialogue[0]
+      const at = next === undefined ? -1 : output.indexOf(next[0], from)
+      if (at !== -1) {
+        dialogue.shift()
+        from = at + next[0].length
+        child.stdin.write(next[1])
+      }
+    })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, output }))
+  })
+}
+
+t.test('on a pseudo-terminal: typed answers, a re-ask, and Ctrl-C to cancel', { skip: hasScript ? false : 'needs script(1)' }, async (t) => {
+  const url = await server(t)
+  const { code, output } = await onTerminal(['call', url, 'book', '--arg', 'to=Porto'], [
+    ['Confirm the booking (y/n): ', 'y\r'],
+    ['cabin (1-2) [Economy]: ', 'first\r'],
+    ['! choose a number from 1 to 2', '2\r'],
+    ['Seat (1-2): ', '\x03'],
+  ])
+  t.equal(code, 0)
+  t.match(output, 'Booked business to Porto: cancel')
+})
