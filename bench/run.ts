@@ -2,14 +2,29 @@
  * HTTP benchmark, run by hand: `npm run bench`. Drives mocapi and a bare Fastify route that
  * returns the same JSON, in the same run, 16 connections, and prints throughput ratios for
  * `tools/call` and for a one-question elicitation flow (call → input_required → retry → complete).
+ *
+ * Each server runs in its own child process, so the load generator (this process) never shares
+ * its event loop. Runs alternate mocapi / bare, BENCH_ROUNDS times (3 by default) after a
+ * discarded warm-up of each, and the table shows the median of each. Every run also reports the
+ * CPU the server, the load generator and everything else on the machine used: a server below a
+ * full core means the load generator or other load set the pace, and the figures say so. Beside
+ * req/s the table gives requests per second of server CPU, which other load on the machine
+ * disturbs far less; on an idle machine, with the server at a full core, the two agree.
+ *
+ * BENCH_SECONDS (10 by default) sets the length of a run.
  */
 import autocannon from 'autocannon'
 import { fork, type ChildProcess } from 'node:child_process'
+import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = 16
+const MOCAPI_PORT = 3101
+const BARE_PORT = 3102
 const serverScript = fileURLToPath(new URL('./servers.js', import.meta.url))
+
 const headers = (name: string) => ({
   'content-type': 'application/json',
   accept: 'application/json, text/event-stream',
@@ -24,59 +39,157 @@ const meta = {
 }
 const body = (name: string, params: object) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, ...params, _meta: meta } })
 
-async function start (kind: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
+interface Server { child: ChildProcess, port: number }
+interface Call { name: string, params: Record<string, unknown> }
+
+async function start (kind: string, port: number, env: Record<string, string> = {}): Promise<Server> {
   const child = fork(serverScript, [kind, String(port)], { env: { ...process.env, ...env }, stdio: 'inherit' })
-  await new Promise((resolve) => child.once('message', resolve))
-  return child
+  await new Promise((resolve, reject) => {
+    child.once('message', resolve)
+    child.once('exit', (code) => reject(new Error(`the ${kind} server exited with ${code}`)))
+  })
+  return { child, port }
 }
 
-async function post (port: number, name: string, params: object): Promise<any> {
-  const response = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: headers(name), body: body(name, params) })
-  return response.json()
+/** The CPU time the server process has used so far, in microseconds. */
+async function serverCpu (server: Server): Promise<number> {
+  const reply = new Promise<{ cpu: NodeJS.CpuUsage }>((resolve) => server.child.once('message', resolve as (m: unknown) => void))
+  server.child.send('cpu')
+  const { cpu } = await reply
+  return cpu.user + cpu.system
 }
 
-async function load (port: number, requests: Array<{ name: string, params: object }>): Promise<number> {
+/** Busy CPU time of the whole machine so far, in microseconds, over all cores. */
+function machineCpu (): number {
+  return cpus().reduce((sum, { times }) => sum + (times.user + times.nice + times.sys + times.irq) * 1000, 0)
+}
+
+function ownCpu (): number {
+  const { user, system } = process.cpuUsage()
+  return user + system
+}
+
+async function post (port: number, call: Call): Promise<{ status: number, contentType: string | null, text: string }> {
+  const response = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: headers(call.name), body: body(call.name, call.params) })
+  return { status: response.status, contentType: response.headers.get('content-type'), text: await response.text() }
+}
+
+interface Run {
+  rps: number
+  /** CPU used during the run, in percent of one core. */
+  server: number
+  loader: number
+  other: number
+}
+
+async function load (server: Server, calls: readonly Call[]): Promise<Run> {
+  const cpu0 = await serverCpu(server)
+  const own0 = ownCpu()
+  const machine0 = machineCpu()
+  const start = process.hrtime.bigint()
   const result = await autocannon({
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `http://127.0.0.1:${server.port}/mcp`,
     connections: CONNECTIONS,
     duration: SECONDS,
-    requests: requests.map((r) => ({ method: 'POST', path: '/mcp', headers: headers(r.name), body: body(r.name, r.params) })),
+    requests: calls.map((c) => ({ method: 'POST', path: '/mcp', headers: headers(c.name), body: body(c.name, c.params) })),
   })
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`port ${port}: ${result.non2xx} non-2xx, ${result.errors} errors`)
-  return result.requests.average
+  const elapsed = Number(process.hrtime.bigint() - start) / 1000
+  const serverUsed = await serverCpu(server) - cpu0
+  const ownUsed = ownCpu() - own0
+  const machineUsed = machineCpu() - machine0
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(`port ${server.port}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`)
+  }
+  const percent = (us: number): number => Math.round(100 * us / elapsed)
+  return {
+    rps: result.requests.average,
+    server: percent(serverUsed),
+    loader: percent(ownUsed),
+    other: Math.max(0, percent(machineUsed - serverUsed - ownUsed)),
+  }
 }
 
-const mocapiServer = await start('mocapi', 3101)
-const add = { name: 'add', params: { arguments: { a: 2, b: 3 } } }
-const ask = { name: 'book', params: { arguments: { to: 'Lisbon' } } }
-const first = await post(3101, ask.name, ask.params)
-const retry = {
-  name: 'book',
-  params: { arguments: { to: 'Lisbon' }, requestState: first.result.requestState, inputResponses: { 'elicit-1': { action: 'accept', content: { confirm: true, cabin: 'business' } } } },
+function fail (message: string): never {
+  throw new Error(`bench setup: ${message}`)
 }
-const bodies = {
-  add: (await post(3101, add.name, add.params)).result,
-  book: first.result,
-  'book:retry': (await post(3101, retry.name, retry.params)).result,
-}
-if (bodies['book:retry'].resultType !== 'complete') throw new Error('the retry did not complete')
-const bareServer = await start('bare', 3102, { BARE_BODIES: JSON.stringify(bodies) })
 
-const rows: Array<[string, number, number]> = []
+const add: Call = { name: 'add', params: { arguments: { a: 2, b: 3 } } }
+const ask: Call = { name: 'book', params: { arguments: { to: 'Lisbon' } } }
+
+const mocapi = await start('mocapi', MOCAPI_PORT)
+let bare: Server | undefined
+const rows: Array<{ label: string, plugin: Run[], bare: Run[] }> = []
 try {
-  for (const [label, requests] of [['tools/call', [add]], ['one-question flow', [ask, retry]]] as const) {
-    await load(3101, [...requests]) // warm-up pass, discarded
-    await load(3102, [...requests])
-    const plugin = await load(3101, [...requests])
-    const bare = await load(3102, [...requests])
-    rows.push([label, plugin, bare])
+  // Check what mocapi answers before timing it: a benchmark of error replies would be worthless.
+  const added = await post(MOCAPI_PORT, add)
+  const first = await post(MOCAPI_PORT, ask)
+  const firstResult = JSON.parse(first.text).result
+  if (JSON.parse(added.text).result?.content?.[0]?.text !== '5') fail(`tools/call add answered ${added.text}`)
+  if (firstResult?.resultType !== 'input_required' || typeof firstResult.requestState !== 'string') fail(`book answered ${first.text}`)
+  const retry: Call = {
+    name: 'book',
+    params: {
+      arguments: { to: 'Lisbon' },
+      requestState: firstResult.requestState,
+      inputResponses: { 'elicit-1': { action: 'accept', content: { confirm: true, cabin: 'business' } } },
+    },
+  }
+  const retried = await post(MOCAPI_PORT, retry)
+  if (JSON.parse(retried.text).result?.content?.[0]?.text !== 'Booked business to Lisbon') fail(`the retry answered ${retried.text}`)
+
+  // The bare route answers the same bodies, byte for byte (the requestState of a first call is
+  // fresh every time; the bare route returns one of the same length).
+  const bodies = { add: added.text, book: first.text, 'book:retry': retried.text }
+  bare = await start('bare', BARE_PORT, { BARE_BODIES: JSON.stringify(bodies) })
+  for (const [call, expected] of [[add, added], [ask, first], [retry, retried]] as const) {
+    const got = await post(BARE_PORT, call)
+    if (got.text !== expected.text || got.status !== expected.status || got.contentType !== expected.contentType) {
+      fail(`the bare route answers ${got.status} ${got.contentType} ${got.text}\nwhere mocapi answers ${expected.status} ${expected.contentType} ${expected.text}`)
+    }
+  }
+
+  for (const [label, calls] of [['tools/call', [add]], ['one-question flow', [ask, retry]]] as const) {
+    await load(mocapi, calls) // warm-up passes, discarded
+    await load(bare, calls)
+    const row = { label, plugin: [] as Run[], bare: [] as Run[] }
+    for (let round = 0; round < ROUNDS; round++) {
+      row.plugin.push(await load(mocapi, calls))
+      row.bare.push(await load(bare, calls))
+    }
+    rows.push(row)
   }
 } finally {
-  mocapiServer.kill()
-  bareServer.kill()
+  mocapi.child.kill()
+  bare?.child.kill()
 }
-console.log(`\n${CONNECTIONS} connections, ${SECONDS} s per run, Node ${process.version}`)
-console.log('scenario            mocapi req/s   bare Fastify req/s   ratio')
-for (const [label, plugin, bare] of rows) {
-  console.log(`${label.padEnd(20)}${plugin.toFixed(0).padStart(12)}${bare.toFixed(0).padStart(21)}${(plugin / bare).toFixed(2).padStart(8)} x`)
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+const cpuNote = (runs: Run[]): string => runs.map((r) => `${r.server}/${r.loader}/${r.other}`).join(' ')
+/** Requests per second of server CPU: the pace a server would keep with a core to itself. */
+const perCpu = (r: Run): number => r.rps / Math.max(r.server, 1) * 100
+
+console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per server, alternating, Node ${process.version}, ${cpus().length} CPUs`)
+console.log('medians            mocapi req/s   bare req/s   ratio    per server CPU-second: mocapi    bare   ratio')
+for (const { label, plugin, bare } of rows) {
+  const p = median(plugin.map((r) => r.rps))
+  const b = median(bare.map((r) => r.rps))
+  const pc = median(plugin.map(perCpu))
+  const bc = median(bare.map(perCpu))
+  console.log(`${label.padEnd(18)}${p.toFixed(0).padStart(13)}${b.toFixed(0).padStart(13)}${(p / b).toFixed(2).padStart(7)} x${pc.toFixed(0).padStart(30)}${bc.toFixed(0).padStart(8)}${(pc / bc).toFixed(2).padStart(7)} x`)
+}
+console.log('\nruns (req/s), and CPU % of one core as server/load generator/everything else:')
+for (const { label, plugin, bare } of rows) {
+  console.log(`${label.padEnd(20)}mocapi ${plugin.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(plugin)}`)
+  console.log(`${''.padEnd(20)}bare   ${bare.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(bare)}`)
+}
+const all = rows.flatMap((r) => [...r.plugin, ...r.bare])
+if (all.some((r) => r.other > 10)) {
+  console.log('\nwarning: other processes used over 10% of a core during some runs: their req/s are low, trust the per-CPU figures more')
+}
+if (all.some((r) => r.server < 85)) {
+  console.log('warning: a server used under 85% of a core during some runs: the load generator or other load set its pace')
 }

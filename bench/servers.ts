@@ -1,5 +1,6 @@
 /**
- * The servers the HTTP benchmark drives, one per process: `node servers.js <kind> <port>`.
+ * The servers the HTTP benchmark drives, one per process: `node servers.js <kind> <port>`
+ * (to profile: `node --cpu-prof dist/bench/servers.js mocapi 3101`, load it, then Ctrl-C).
  * `bare` is a plain Fastify route that answers the same JSON bodies mocapi sends, so the ratio
  * shows what mocapi adds on top of Fastify itself.
  */
@@ -24,13 +25,23 @@ if (kind === 'mocapi') {
     return answer.action === 'accept' ? `Booked ${answer.content.cabin} to ${args.to}` : 'Nothing booked'
   })
 } else {
-  // Answers exactly what mocapi answers, keyed by the request's tool and round.
-  const bodies = JSON.parse(process.env.BARE_BODIES ?? '{}') as Record<string, unknown>
+  // Answers what mocapi answers, keyed by the request's tool and round: BARE_BODIES holds
+  // mocapi's response bodies, and the route rebuilds and serialises each like any JSON route.
+  const bodies = JSON.parse(process.env.BARE_BODIES ?? '{}') as Record<string, string>
+  const results = Object.fromEntries(Object.entries(bodies).map(([key, text]) => [key, JSON.parse(text).result]))
   app.post('/mcp', async (request) => {
     const body = request.body as { id: number, params: { name: string, requestState?: string } }
     const key = body.params.requestState === undefined ? body.params.name : `${body.params.name}:retry`
-    return { jsonrpc: '2.0', id: body.id, result: bodies[key] }
+    return { jsonrpc: '2.0', id: body.id, result: results[key] }
   })
 }
 await app.listen({ host: '127.0.0.1', port: Number(portText) })
+// Exit cleanly on a signal, so that `node --cpu-prof` gets to write its profile, and with the
+// benchmark that forked this server, so that none outlives it.
+const stop = (): void => { app.close().then(() => process.exit(0), () => process.exit(1)) }
+process.once('SIGINT', stop)
+process.once('SIGTERM', stop)
+process.once('disconnect', stop)
+// The benchmark asks for the CPU this process used, to tell a busy server from a starved one.
+process.on('message', (message) => { if (message === 'cpu') process.send?.({ cpu: process.cpuUsage() }) })
 process.send?.('ready')
