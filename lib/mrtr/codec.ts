@@ -313,7 +313,12 @@ export class RequestStateCodec {
  */
 function toPayload (plain: unknown): RequestStatePayload | undefined {
   if (!Array.isArray(plain) || (plain.length !== 5 && plain.length !== 6)) return undefined
-  const [method, originalParams, ledger, issuedAt, principal] = plain as unknown[]
+  // Indexing, not destructuring: destructuring an array runs its iterator.
+  const method: unknown = plain[0]
+  const originalParams: unknown = plain[1]
+  const ledger: unknown = plain[2]
+  const issuedAt: unknown = plain[3]
+  const principal: unknown = plain[4]
   if (typeof method !== 'string') return undefined
   if (typeof originalParams !== 'object' || originalParams === null || Array.isArray(originalParams)) return undefined
   if (!Array.isArray(ledger)) return undefined
@@ -323,7 +328,8 @@ function toPayload (plain: unknown): RequestStatePayload | undefined {
   for (let i = 0; i < ledger.length; i++) {
     const entry: unknown = ledger[i]
     if (!Array.isArray(entry)) return undefined
-    const [k, f] = entry as unknown[]
+    const k: unknown = entry[0]
+    const f: unknown = entry[1]
     if (typeof k !== 'string' || typeof f !== 'string') return undefined
     if (entry.length === 2) inputResponses[i] = { k, f }
     else if (entry.length === 3) inputResponses[i] = { k, f, r: entry[2] }
