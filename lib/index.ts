@@ -66,8 +66,12 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
 
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
+  const lifecycle = { closing: false, closeIdleConnections: () => fastify.server.closeIdleConnections() }
   // Open listen streams end first, so the server can close with no request left hanging.
-  fastify.addHook('preClose', async () => { features.subscriptions.closeAll() })
+  fastify.addHook('preClose', async () => {
+    lifecycle.closing = true
+    features.subscriptions.closeAll()
+  })
   fastify.addHook('onClose', async () => {
     unsubscribe()
     await bus.close?.()
@@ -77,7 +81,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     protectedResource = new ProtectedResource(options.protectedResource, options.path)
     protectedResource.register(fastify)
   }
-  await fastify.register(mcpRoutes(options, methods(options, features), features.engine, protectedResource))
+  await fastify.register(mcpRoutes(options, methods(options, features), features.engine, lifecycle, protectedResource))
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */

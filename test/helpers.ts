@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type InjectOptions, type LightMyRequestResponse } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type InjectOptions, type LightMyRequestResponse } from 'fastify'
 import { randomBytes } from 'node:crypto'
 import mocapi, { type MocapiOptions } from '../lib/index.js'
 
@@ -8,8 +8,9 @@ export const KEY = randomBytes(32).toString('base64')
 type Test = { teardown: (fn: () => unknown) => void }
 
 /** A Fastify app with mocapi registered, closed when the test ends. */
-export async function build (t: Test, options: MocapiOptions = {}, setup?: (app: FastifyInstance) => void | Promise<void>): Promise<FastifyInstance> {
-  const app = Fastify()
+export async function build (t: Test, options: MocapiOptions = {}, setup?: (app: FastifyInstance) => void | Promise<void>,
+  fastifyOptions: FastifyServerOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify(fastifyOptions)
   await app.register(mocapi, { requestState: { keys: [KEY] }, ...options })
   await setup?.(app)
   t.teardown(() => app.close())

@@ -1,6 +1,6 @@
 import type { McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
-import { META_SUBSCRIPTION_ID, isPlainObject, type JsonObject } from '../protocol/wire.js'
+import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 
 /** A change that listeners may be told about. */
 export type ChangeEvent =
@@ -51,8 +51,8 @@ const LIST_CHANGED: Record<'tools' | 'prompts' | 'resources', { flag: keyof Filt
   resources: { flag: 'resourcesListChanged', method: 'notifications/resources/list_changed' },
 }
 
-function readFilter (value: unknown): Filter {
-  if (!isPlainObject(value)) throw invalidParams('params.notifications must be an object')
+/** Checks the filter; the dispatcher already made sure it is an object. */
+function readFilter (value: JsonObject): Filter {
   for (const [key, item] of Object.entries(value)) {
     const type = FILTER_FIELDS[key]
     if (type === undefined) throw invalidParams(`Unknown field params.notifications.${key}`)
@@ -77,7 +77,7 @@ export class Subscriptions {
 
   /** Serves one listen request until the client goes away or `closeAll()`. */
   listen (ctx: McpContext): Promise<JsonObject> {
-    const filter = readFilter(ctx.params.notifications)
+    const filter = readFilter(ctx.params.notifications as JsonObject)
     const meta = { [META_SUBSCRIPTION_ID]: ctx.id }
     const sink = ctx.sink
     return new Promise((resolve) => {

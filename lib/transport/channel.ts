@@ -6,6 +6,20 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 }
 
+/** Whether the server is shutting down, shared by every reply of one mocapi instance. */
+export interface Lifecycle {
+  closing: boolean
+  closeIdleConnections: () => void
+}
+
+/**
+ * While the server closes, a reply asks the client to close its connection, so a keep-alive
+ * connection does not hold `app.close()` open until it times out.
+ */
+export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): FastifyReply {
+  return lifecycle.closing ? reply.header('connection', 'close') : reply
+}
+
 /**
  * The reply of one MCP request. It stays a plain JSON reply unless the handler emits a
  * notification, which turns it into a `text/event-stream` whose last event is the response.
@@ -17,8 +31,11 @@ export class ReplyChannel {
   #finished = false
   #controller: AbortController | undefined
 
-  constructor (reply: FastifyReply) {
+  readonly #lifecycle: Lifecycle
+
+  constructor (reply: FastifyReply, lifecycle: Lifecycle) {
     this.#reply = reply
+    this.#lifecycle = lifecycle
   }
 
   /** True once the reply became an event stream. */
@@ -63,8 +80,12 @@ export class ReplyChannel {
   /** Sends the final message: as the body of a JSON reply, or as the last event of the stream. */
   finish (message: object, statusCode: number): FastifyReply | undefined {
     this.#finished = true
-    if (!this.#streaming) return this.#reply.code(statusCode).send(message)
-    if (!this.closed) this.#reply.raw.end(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
+    if (!this.#streaming) return sendClosing(this.#reply, this.#lifecycle).code(statusCode).send(message)
+    const raw = this.#reply.raw
+    if (this.#lifecycle.closing) raw.once('finish', () => setImmediate(this.#lifecycle.closeIdleConnections))
+    // A client that left may have left its socket half-open: release it rather than wait for a timeout.
+    if (this.closed) raw.destroy()
+    else raw.end(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
     return undefined
   }
 }

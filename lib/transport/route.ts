@@ -6,7 +6,7 @@ import type { ResolvedOptions } from '../options.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
 import { idOf, readMessage, readRequest } from '../protocol/envelope.js'
 import { META_SERVER_INFO, type JsonObject } from '../protocol/wire.js'
-import { ReplyChannel } from './channel.js'
+import { ReplyChannel, sendClosing, type Lifecycle } from './channel.js'
 import type { ProtectedResource } from './oauth.js'
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
@@ -44,7 +44,7 @@ function toMcpError (error: FastifyError): McpError {
  * The MCP endpoint: POST only, one JSON-RPC message per request, stateless. It is registered
  * in its own encapsulated context so its error handler applies to it alone.
  */
-export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, engine: ReplayEngine, protectedResource?: ProtectedResource) {
+export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, engine: ReplayEngine, lifecycle: Lifecycle, protectedResource?: ProtectedResource) {
   const serverInfoMeta = { [META_SERVER_INFO]: options.serverInfo }
 
   function checkOrigin (request: FastifyRequest): void {
@@ -90,7 +90,7 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
         throw error
       }
     }
-    request.mcp = new McpContext(request, envelope, principal, restored, new ReplyChannel(reply))
+    request.mcp = new McpContext(request, envelope, principal, restored, new ReplyChannel(reply, lifecycle))
     return undefined
   }
 
@@ -121,7 +121,7 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
     const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
     const channel = request.mcp?.sink as ReplyChannel | undefined
     if (channel !== undefined) return channel.finish(payload, mcpError.statusCode)
-    return reply.code(mcpError.statusCode).send(payload)
+    return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)
   }
 
   return async function routes (fastify: FastifyInstance): Promise<void> {

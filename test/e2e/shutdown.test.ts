@@ -28,12 +28,15 @@ t.test('app.close() lets in-flight calls finish, streams included', async (t) =>
   const slow = post(url, 1, 'slow')
   const streaming = post(url, 2, 'streaming', { progressToken: 'p' })
   await new Promise((resolve) => setTimeout(resolve, 50))
+  const closing = Date.now()
   const closed = app.close()
-  const slowBody = await (await slow).json()
-  t.same(slowBody.result.content, [{ type: 'text', text: 'finished' }])
+  const slowReply = await slow
+  t.equal(slowReply.headers.get('connection'), 'close', 'a reply sent while closing releases its connection')
+  t.same((await slowReply.json()).result.content, [{ type: 'text', text: 'finished' }])
   const events = (await (await streaming).text()).split('\n\n').filter(Boolean).map((event) => JSON.parse(event.split('data: ')[1]))
   t.same(events.map((event) => event.method ?? 'response'), ['notifications/progress', 'notifications/progress', 'notifications/progress', 'response'])
   t.same(events.at(-1).result.content, [{ type: 'text', text: 'streamed' }])
   await closed
+  t.ok(Date.now() - closing < 5000, 'close does not wait for keep-alive connections to time out')
   await t.rejects(post(url, 3, 'slow'), 'a closed server takes no new calls')
 })

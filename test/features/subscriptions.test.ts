@@ -39,7 +39,8 @@ async function listen (url: string, id: number, notifications: object) {
 }
 
 async function served (t: Parameters<typeof build>[0], options = {}): Promise<{ app: FastifyInstance, url: string }> {
-  const app = await build(t, options, (app) => { app.mcp.tool({ name: 'first' }, () => '1').prompt({ name: 'p' }, () => 'p') })
+  // fetch may open a spare connection that never sends a request; Node would hold close() on it until a timeout.
+  const app = await build(t, options, (app) => { app.mcp.tool({ name: 'first' }, () => '1').prompt({ name: 'p' }, () => 'p') }, { forceCloseConnections: true })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as { port: number }
   return { app, url: `http://127.0.0.1:${port}/mcp` }
