@@ -180,11 +180,10 @@ export class McpContext {
    * Decline and cancel are values, not errors.
    */
   elicit<T extends object> (message: string, schema: RequestedSchemaBuilder<T>, options: ElicitOptions = {}): Promise<ElicitAnswer<T>> {
-    const validator = validatorFor(schema)
     return this.#ask({
       method: 'elicitation/create',
       params: { mode: 'form', message, requestedSchema: schema.schema as unknown as JsonObject },
-    }, options.key, 'elicit', (value) => validateElicitResult(value, validator), formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
+    }, options.key, 'elicit', (value) => validateElicitResult(value, validatorFor(schema)), formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
   }
 
   /**

@@ -210,7 +210,8 @@ function pick (opts: AnyOptions, keys: readonly string[]): Record<string, unknow
 }
 
 function deepFreeze<T> (value: T): T {
-  if (typeof value === 'object' && value !== null) {
+  // Fields are frozen when added, so rendering only walks what is new.
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     for (const v of Object.values(value)) deepFreeze(v)
     Object.freeze(value)
   }

@@ -1,6 +1,6 @@
 /**
  * Checks elicitation answers against the requested schema, with one shared Ajv instance.
- * Compiling is the costly part, so validators are compiled once per builder and reused.
+ * Compiling is the costly part, so validators are compiled once per schema and reused.
  */
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
@@ -45,9 +45,11 @@ function where (pointer: string): string {
 /** Compiles a checker of answer content for a requested schema. Compile once per schema. */
 export function compileAnswerValidator (schema: RequestedSchema): AnswerValidator {
   const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, p]) => [name, forAjv(p)]))
-  const validate = ajv.compile(schema.required === undefined
+  const compiled = schema.required === undefined
     ? { type: 'object', properties }
-    : { type: 'object', properties, required: schema.required })
+    : { type: 'object', properties, required: schema.required }
+  const validate = ajv.compile(compiled)
+  ajv.removeSchema(compiled)
   return (content) => {
     if (validate(content)) return { ok: true }
     const [error] = validate.errors as ErrorObject[]
@@ -55,14 +57,25 @@ export function compileAnswerValidator (schema: RequestedSchema): AnswerValidato
   }
 }
 
-const validators = new WeakMap<object, AnswerValidator<any>>()
+// Builders are often made per call (`requestedSchema()…` inside a handler), so validators are
+// shared by rendered schema, in a bounded cache, and Ajv is told to forget each compiled schema.
+const byBuilder = new WeakMap<object, AnswerValidator<any>>()
+const bySchema = new Map<string, AnswerValidator<any>>()
+const MAX_CACHED_SCHEMAS = 1000
 
 /** The validator of a builder's schema, compiled on first use and then reused. */
 export function validatorFor<T extends object> (builder: RequestedSchemaBuilder<T>): AnswerValidator<T> {
-  let validator = validators.get(builder)
+  let validator = byBuilder.get(builder)
   if (validator === undefined) {
-    validator = compileAnswerValidator(builder.schema)
-    validators.set(builder, validator)
+    const schema = builder.schema
+    const key = JSON.stringify(schema)
+    validator = bySchema.get(key)
+    if (validator === undefined) {
+      validator = compileAnswerValidator(schema)
+      if (bySchema.size >= MAX_CACHED_SCHEMAS) bySchema.delete(bySchema.keys().next().value as string)
+      bySchema.set(key, validator)
+    }
+    byBuilder.set(builder, validator)
   }
   return validator
 }

@@ -112,7 +112,8 @@ export class Tools {
   /** Runs `tools/call` through the replay engine. */
   async call (ctx: McpContext, engine: ReplayEngine): Promise<CallToolResult | InputRequiredResult> {
     const name = ctx.params.name as string
-    const tool = await this.#tools.find(name, ctx)
+    let tool = this.#tools.find(name, ctx)
+    if (tool instanceof Promise) tool = await tool
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { ElicitationLedgerMismatchError, invalidParams, missingCapability } from '../errors.js'
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
 import type { LedgerEntry } from './codec.js'
@@ -21,11 +20,31 @@ export type PassOutcome<T> =
   | { kind: 'complete', value: T }
   | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[] }
 
-const NEVER = new Promise<never>(() => {})
+/**
+ * A promise that never settles, made fresh for each yield: a shared one would keep every
+ * suspended handler (and its request) reachable through its reaction list forever.
+ */
+function never (): Promise<never> {
+  return new Promise<never>(() => {})
+}
 
-/** A short, stable digest of an input request and its key, kept in the ledger slot. */
+/**
+ * A short, stable digest of an input request and its key, kept in the ledger slot. It only has
+ * to tell a handler that asks something else on replay (the token itself is authenticated), so
+ * a fast 53-bit hash will do: two 32-bit FNV-style lanes over the request's JSON.
+ */
 export function fingerprint (key: string, request: InputRequest): string {
-  return createHash('sha256').update(key).update('\n').update(JSON.stringify(request)).digest('base64url').slice(0, 22)
+  const text = `${key}\n${JSON.stringify(request)}`
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ c, 2654435761)
+    h2 = Math.imul(h2 ^ c, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)
 }
 
 /**
@@ -71,7 +90,7 @@ export class ReplayPass {
 
   /** Asks for one input: the stored answer when the ledger has it, else a yield. */
   ask (request: InputRequest, options: AskOptions): Promise<unknown> {
-    if (this.#closed) return NEVER
+    if (this.#closed) return never()
     const ordinal = this.#ordinal
     const slot = this.#ledger[ordinal] as LedgerEntry | undefined
     const key = options.key ?? `${options.prefix}-${ordinal + 1}`
@@ -101,7 +120,7 @@ export class ReplayPass {
       setImmediate(() => this.#settle({ kind: 'input_required', inputRequests: this.#pending!, ledger: this.#ledger }))
     }
     this.#pending[key] = request
-    return NEVER
+    return never()
   }
 
   #settle (outcome: PassOutcome<unknown>): void {
@@ -115,6 +134,6 @@ export class ReplayPass {
       this.#closed = true
       this.#reject!(error)
     }
-    return NEVER
+    return never()
   }
 }

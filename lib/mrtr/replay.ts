@@ -36,6 +36,11 @@ export function canonicalJson (value: unknown): string {
   return JSON.stringify(value)
 }
 
+/** Equal params, whatever their key order; the plain JSON compare is the common, cheap case. */
+function sameParams (a: JsonObject, b: JsonObject): boolean {
+  return JSON.stringify(a) === JSON.stringify(b) || canonicalJson(a) === canonicalJson(b)
+}
+
 /**
  * Binds the replay pattern to requestState tokens: restores a retry's ledger after checking
  * the token against the caller, and seals a new token when a pass yields.
@@ -57,7 +62,7 @@ export class ReplayEngine {
     const payload = this.#codec.decode(token)
     if (payload.principal !== principal) throw new InvalidRequestStateError('principal mismatch')
     if (payload.method !== method) throw new InvalidRequestStateError('method mismatch')
-    if (canonicalJson(payload.originalParams) !== canonicalJson(originalParamsOf(params))) {
+    if (!sameParams(payload.originalParams, originalParamsOf(params))) {
       throw new InvalidRequestStateError('target or arguments mismatch')
     }
     return { ledger: payload.inputResponses, round: payload.round ?? 0 }
@@ -75,8 +80,10 @@ export class ReplayEngine {
     const responses = call.params.inputResponses as JsonObject | undefined
     const pass = new ReplayPass(call.restored?.ledger ?? [], responses)
     const outcome = await pass.run(() => fn(pass))
-    const counts = pass.counts
-    call.log.debug({ mcp: { handler: call.label, round: round + 1, answered: counts.answered, pending: counts.pending } }, 'mocapi replay pass')
+    if (call.log.level === 'debug' || call.log.level === 'trace') {
+      const counts = pass.counts
+      call.log.debug({ mcp: { handler: call.label, round: round + 1, answered: counts.answered, pending: counts.pending } }, 'mocapi replay pass')
+    }
     if (outcome.kind === 'complete') return { complete: outcome.value }
     if (round >= this.#maxRounds) {
       throw invalidParams(`${call.label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)

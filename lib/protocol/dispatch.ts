@@ -28,12 +28,25 @@ const DESCRIBED: Record<FieldType, string> = { string: 'a string', object: 'an o
 
 const INTERACTIVE_FIELDS = { inputResponses: 'object?', requestState: 'string?' } as const
 
+/** A method's params spec, taken apart once at definition. */
+interface Compiled {
+  types: Map<string, FieldType>
+  required: string[]
+}
+
 /** The method table: finds a method's spec and checks its params. */
 export class Dispatcher {
   readonly #methods = new Map<string, MethodSpec>()
+  readonly #compiled = new WeakMap<MethodSpec, Compiled>()
 
   define (method: string, spec: MethodSpec): void {
-    this.#methods.set(method, spec.interactive === true ? { ...spec, params: { ...spec.params, ...INTERACTIVE_FIELDS } } : spec)
+    const full = spec.interactive === true ? { ...spec, params: { ...spec.params, ...INTERACTIVE_FIELDS } } : spec
+    const entries = Object.entries(full.params)
+    this.#compiled.set(full, {
+      types: new Map(entries.map(([key, type]) => [key, type.replace('?', '') as FieldType])),
+      required: entries.filter(([, type]) => !type.endsWith('?')).map(([key]) => key),
+    })
+    this.#methods.set(method, full)
   }
 
   /** The spec of a method that is served now; -32601 (HTTP 404) otherwise. */
@@ -45,15 +58,15 @@ export class Dispatcher {
 
   /** Checks params against the spec: known fields only, each of its type, required ones present. */
   checkParams (method: string, spec: MethodSpec, params: JsonObject): void {
-    for (const key of Object.keys(params)) {
+    const { types, required } = this.#compiled.get(spec) as Compiled
+    for (const key in params) {
       if (key === '_meta') continue
-      const type = spec.params[key]
+      const type = types.get(key)
       if (type === undefined) throw invalidParams(`Unknown field params.${key} for ${method}`)
-      const base = type.replace('?', '') as FieldType
-      if (!typeOk(params[key], base)) throw invalidParams(`params.${key} must be ${DESCRIBED[base]}`)
+      if (!typeOk(params[key], type)) throw invalidParams(`params.${key} must be ${DESCRIBED[type]}`)
     }
-    for (const [key, type] of Object.entries(spec.params)) {
-      if (!type.endsWith('?') && params[key] === undefined) throw invalidParams(`params.${key} is required for ${method}`)
+    for (const key of required) {
+      if (params[key] === undefined) throw invalidParams(`params.${key} is required for ${method}`)
     }
   }
 }

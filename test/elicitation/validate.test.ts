@@ -76,7 +76,6 @@ t.test('compiles hand-written schemas without required', async (t) => {
 
 t.test('compiles once per builder', async (t) => {
   t.equal(validatorFor(flight), validatorFor(flight))
-  t.not(validatorFor(requestedSchema().boolean('x')), validatorFor(requestedSchema().boolean('x')))
 })
 
 t.test('checks elicit results', async (t) => {
@@ -94,4 +93,13 @@ t.test('checks elicit results', async (t) => {
   for (const value of [null, 'accept', [], undefined]) {
     t.strictSame(validateElicitResult(value, check), { ok: false, message: 'result must be an object' })
   }
+})
+
+t.test('builders that render the same schema share one validator, in a bounded cache', async (t) => {
+  const make = () => requestedSchema().string('city').integer('nights', { minimum: 1 })
+  const first = validatorFor(make())
+  t.equal(validatorFor(make()), first, 'a new builder with the same schema reuses the validator')
+  t.not(validatorFor(requestedSchema().string('town')), first)
+  for (let i = 0; i < 1000; i++) validatorFor(requestedSchema().integer(`n${i}`))
+  t.not(validatorFor(make()), first, 'the oldest schema was evicted after 1000 others')
 })
