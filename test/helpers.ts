@@ -52,3 +52,34 @@ export async function call (app: FastifyInstance, method: string, params: Record
   const response = await app.inject(rpc(method, params, options))
   return { status: response.statusCode, body: response.body === '' ? undefined : JSON.parse(response.body), response }
 }
+
+/** Opens a `subscriptions/listen` stream over real HTTP and reads its SSE frames one by one. */
+export async function listen (url: string, id: number, notifications: object) {
+  const controller = new AbortController()
+  const response = await fetch(url, {
+    method: 'POST',
+    signal: controller.signal,
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'subscriptions/listen' },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: meta({}) } }),
+  })
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  const frames: any[] = []
+  let buffer = ''
+  async function next (): Promise<any> {
+    for (;;) {
+      const end = buffer.indexOf('\n\n')
+      if (end !== -1) {
+        const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '))
+        buffer = buffer.slice(end + 2)
+        if (data === undefined) continue
+        frames.push(JSON.parse(data.slice(6)))
+        return frames.at(-1)
+      }
+      const { value, done } = await reader.read()
+      if (done) return undefined
+      buffer += decoder.decode(value, { stream: true })
+    }
+  }
+  return { response, next, frames, close: () => controller.abort() }
+}

@@ -6,7 +6,7 @@ import { connect, createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createClient } from 'redis'
 import mocapi, { type ChangeEvent } from '../../lib/index.js'
-import { KEY, meta, VERSION } from '../helpers.js'
+import { KEY, listen } from '../helpers.js'
 
 /** Why the Redis tests cannot run here, or `undefined` when they can. */
 function missingServer (): string | undefined {
@@ -63,37 +63,6 @@ async function until (condition: () => boolean | Promise<boolean>, what: string)
     if (attempt === 200) throw new Error(`timed out waiting until ${what}`)
     await sleep(25)
   }
-}
-
-/** Opens a `subscriptions/listen` stream over real HTTP and reads its SSE frames one by one. */
-async function listen (url: string, id: number, notifications: object) {
-  const controller = new AbortController()
-  const response = await fetch(url, {
-    method: 'POST',
-    signal: controller.signal,
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'subscriptions/listen' },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: meta({}) } }),
-  })
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  const frames: any[] = []
-  let buffer = ''
-  async function next (): Promise<any> {
-    for (;;) {
-      const end = buffer.indexOf('\n\n')
-      if (end !== -1) {
-        const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '))
-        buffer = buffer.slice(end + 2)
-        if (data === undefined) continue
-        frames.push(JSON.parse(data.slice(6)))
-        return frames.at(-1)
-      }
-      const { value, done } = await reader.read()
-      if (done) return undefined
-      buffer += decoder.decode(value, { stream: true })
-    }
-  }
-  return { next, frames, close: () => controller.abort() }
 }
 
 const missing = missingServer()

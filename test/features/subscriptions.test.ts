@@ -1,42 +1,7 @@
 import t from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import mocapi, { InProcessBus, type ChangeEvent, type NotificationBus } from '../../lib/index.js'
-import { KEY, build, call, meta, VERSION } from '../helpers.js'
-
-/** Opens a subscriptions/listen stream over real HTTP and reads its SSE frames. */
-async function listen (url: string, id: number, notifications: object) {
-  const controller = new AbortController()
-  const response = await fetch(url, {
-    method: 'POST',
-    signal: controller.signal,
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'subscriptions/listen' },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: meta({}) } }),
-  })
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let buffer = ''
-  const frames: any[] = []
-  async function next (): Promise<any> {
-    for (;;) {
-      const end = buffer.indexOf('\n\n')
-      if (end !== -1) {
-        const event = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        const data = event.split('\n').find((line) => line.startsWith('data: '))
-        if (data !== undefined) {
-          const frame = JSON.parse(data.slice(6))
-          frames.push(frame)
-          return frame
-        }
-        continue
-      }
-      const { value, done } = await reader.read()
-      if (done) return undefined
-      buffer += decoder.decode(value, { stream: true })
-    }
-  }
-  return { response, next, frames, close: () => controller.abort() }
-}
+import { KEY, build, call, listen } from '../helpers.js'
 
 async function served (t: Parameters<typeof build>[0], options = {}): Promise<{ app: FastifyInstance, url: string }> {
   // fetch may open a spare connection that never sends a request; Node would hold close() on it until a timeout.
