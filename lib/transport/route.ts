@@ -97,7 +97,8 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
     const spec = dispatcher.lookup(message.method)
     const envelope = readRequest(body as JsonObject, request.headers, spec.nameField)
     dispatcher.checkParams(envelope.method, spec, envelope.params)
-    const principal = options.principal(request)
+    // A principal function that returns undefined means an anonymous caller, like null.
+    const principal = options.principal(request) ?? null
     const token = envelope.params.requestState
     let restored
     if (typeof token === 'string') {

@@ -209,6 +209,15 @@ t.test('the principal option overrides request.user', async (t) => {
   t.same(sameTenant.body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }])
 })
 
+t.test('a principal function that returns undefined means anonymous', async (t) => {
+  const { app } = await jwtServer(t, () => undefined as never)
+  const params = { name: 'fly', arguments: { to: 'Lisbon' } }
+  const first = await call(app, 'tools/call', params)
+  t.equal(first.body.result.resultType, 'input_required')
+  const retry = await call(app, 'tools/call', { ...params, requestState: first.body.result.requestState, inputResponses: accept })
+  t.same(retry.body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }])
+})
+
 t.test('a string request.user is the principal', async (t) => {
   const app = Fastify()
   app.decorateRequest('user', '')
