@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import type { NotificationBus } from './features/subscriptions.js'
+import { DEFAULT_MAX_TOKEN_LENGTH } from './mrtr/codec.js'
 import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'
 
 /** `ttlMs` and `cacheScope` stamped on a cacheable result. */
@@ -79,7 +80,6 @@ export const DEFAULT_TTL = 300_000
 export const DEFAULT_MAX_ROUNDS = 16
 export const DEFAULT_PAGE_SIZE = 100
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
-export const DEFAULT_MAX_TOKEN_LENGTH = 65_536
 export const MOCAPI_VERSION = '0.1.0'
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',

@@ -50,7 +50,7 @@ export interface RequestStateCodecOptions {
 }
 
 /** Default longest token accepted, in characters. */
-export const DEFAULT_MAX_TOKEN_LENGTH = 16384
+export const DEFAULT_MAX_TOKEN_LENGTH = 65_536
 
 /** How far in the future `issuedAt` may lie (clock skew between instances), in milliseconds. */
 export const MAX_CLOCK_SKEW_MS = 60_000
