@@ -42,6 +42,13 @@ export class Catalog<L, E extends Entry<L>> {
     return this.#guarded > 0
   }
 
+  /** Checks what every new item needs: a key not taken, only known fields, a handler function. */
+  checkNew (key: string, where: string, definition: object, known: ReadonlySet<string>, handler: unknown): void {
+    if (this.#entries.has(key)) throw new TypeError(`mocapi: ${where} is already registered`)
+    checkFields(definition, known, where)
+    if (typeof handler !== 'function') throw new TypeError(`mocapi: ${where} needs a handler function`)
+  }
+
   has (key: string): boolean {
     return this.#entries.has(key)
   }
@@ -96,6 +103,13 @@ export class Catalog<L, E extends Entry<L>> {
 export function listedForm<T extends object> (definition: T): T {
   const { canAccess, cache, complete, ...listed } = definition as T & { canAccess?: unknown, cache?: unknown, complete?: unknown }
   return listed as T
+}
+
+/** Refuses fields a definition does not know, naming the first one. */
+export function checkFields (value: object, known: ReadonlySet<string>, where: string): void {
+  for (const key of Object.keys(value)) {
+    if (!known.has(key)) throw new TypeError(`mocapi: ${where} has an unknown field "${key}"`)
+  }
 }
 
 /** Checks an optional `canAccess` field. */

@@ -3,7 +3,7 @@ import { invalidParams } from '../errors.js'
 import type { InputRequiredResult, ReplayEngine } from '../mrtr/replay.js'
 import { isPlainObject, type ContentBlock, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
-import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
+import { Catalog, accessCheck, checkFields, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import { runInteractive } from './interactive.js'
 
 /** One argument of a prompt, as `prompts/list` shows it, plus how to complete it. */
@@ -81,11 +81,7 @@ export class Prompts {
     if (!isPlainObject(definition)) throw new TypeError('mocapi: a prompt definition must be an object')
     const name = definition.name
     if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: prompt name must be a non-empty string, got ${JSON.stringify(name)}`)
-    if (this.#prompts.has(name)) throw new TypeError(`mocapi: prompt "${name}" is already registered`)
-    for (const key of Object.keys(definition)) {
-      if (!PROMPT_FIELDS.has(key)) throw new TypeError(`mocapi: prompt "${name}" has an unknown field "${key}"`)
-    }
-    if (typeof handler !== 'function') throw new TypeError(`mocapi: prompt "${name}" needs a handler function`)
+    this.#prompts.checkNew(name, `prompt "${name}"`, definition, PROMPT_FIELDS, handler)
     const args = definition.arguments ?? []
     if (!Array.isArray(args)) throw new TypeError(`mocapi: prompt "${name}" arguments must be an array`)
     const known = new Set<string>()
@@ -93,9 +89,7 @@ export class Prompts {
     const listedArgs = args.map((arg, i) => {
       const where = `prompt "${name}" arguments[${i}]`
       if (!isPlainObject(arg) || typeof arg.name !== 'string' || arg.name === '') throw new TypeError(`mocapi: ${where} needs a non-empty name`)
-      for (const key of Object.keys(arg)) {
-        if (!ARGUMENT_FIELDS.has(key)) throw new TypeError(`mocapi: ${where} has an unknown field "${key}"`)
-      }
+      checkFields(arg, ARGUMENT_FIELDS, where)
       if (known.has(arg.name)) throw new TypeError(`mocapi: ${where} repeats the argument "${arg.name}"`)
       known.add(arg.name)
       const completer = toCompleter(arg.complete, `${where}.complete`)

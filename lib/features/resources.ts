@@ -76,12 +76,6 @@ const VARNAME = /^[A-Za-z0-9_]+$/
 // A level-1 expansion percent-encodes everything but unreserved characters.
 const EXPANDED = '((?:[A-Za-z0-9\\-._~]|%[0-9A-Fa-f]{2})+)'
 
-function checkFields (value: object, known: Set<string>, where: string): void {
-  for (const key of Object.keys(value)) {
-    if (!known.has(key)) throw new TypeError(`mocapi: ${where} has an unknown field "${key}"`)
-  }
-}
-
 function cacheOf (cache: unknown, where: string): Required<CacheHint> | undefined {
   if (cache === undefined) return undefined
   if (!isPlainObject(cache) || !Number.isSafeInteger(cache.ttlMs) || (cache.ttlMs as number) < 0 ||
@@ -131,9 +125,7 @@ export class Resources {
     const { uri, name } = definition
     if (typeof uri !== 'string' || !URL.canParse(uri)) throw new TypeError(`mocapi: resource uri must be an absolute URI, got ${JSON.stringify(uri)}`)
     if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: resource "${uri}" needs a non-empty name`)
-    if (this.#resources.has(uri)) throw new TypeError(`mocapi: resource "${uri}" is already registered`)
-    checkFields(definition, RESOURCE_FIELDS, `resource "${uri}"`)
-    if (typeof handler !== 'function') throw new TypeError(`mocapi: resource "${uri}" needs a handler function`)
+    this.#resources.checkNew(uri, `resource "${uri}"`, definition, RESOURCE_FIELDS, handler)
     this.#resources.add(uri, {
       listed: listedForm(definition),
       canAccess: accessCheck(definition.canAccess, `resource "${uri}"`),
@@ -150,9 +142,7 @@ export class Resources {
     if (typeof uriTemplate !== 'string' || uriTemplate === '') throw new TypeError(`mocapi: uriTemplate must be a non-empty string, got ${JSON.stringify(uriTemplate)}`)
     const where = `resource template "${uriTemplate}"`
     if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: ${where} needs a non-empty name`)
-    if (this.#templates.has(uriTemplate)) throw new TypeError(`mocapi: ${where} is already registered`)
-    checkFields(definition, TEMPLATE_FIELDS, where)
-    if (typeof handler !== 'function') throw new TypeError(`mocapi: ${where} needs a handler function`)
+    this.#templates.checkNew(uriTemplate, where, definition, TEMPLATE_FIELDS, handler)
     const { pattern, variables } = compileTemplate(uriTemplate, where)
     const completers = new Map<string, Completer>()
     const complete = definition.complete ?? {}

@@ -72,11 +72,7 @@ export class Tools {
     if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
       throw new TypeError(`mocapi: tool name must be 1-128 characters without spaces or control characters, got ${JSON.stringify(name)}`)
     }
-    if (this.#tools.has(name)) throw new TypeError(`mocapi: tool "${name}" is already registered`)
-    for (const key of Object.keys(definition)) {
-      if (!KNOWN_FIELDS.has(key)) throw new TypeError(`mocapi: tool "${name}" has an unknown field "${key}"`)
-    }
-    if (typeof handler !== 'function') throw new TypeError(`mocapi: tool "${name}" needs a handler function`)
+    this.#tools.checkNew(name, `tool "${name}"`, definition, KNOWN_FIELDS, handler)
     const inputSchema = definition.inputSchema ?? NO_ARGUMENTS
     if (!isPlainObject(inputSchema) || inputSchema.type !== 'object') {
       throw new TypeError(`mocapi: tool "${name}" inputSchema must be an object schema with type: 'object'`)
