@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { RequestedSchemaBuilder } from './elicitation/schema.js'
 import { validateElicitResult, validatorFor, type ElicitAnswer } from './elicitation/validate.js'
 import type { ReplayPass } from './mrtr/engine.js'
+import type { MethodSpec } from './protocol/dispatch.js'
 import type { RestoredState } from './mrtr/replay.js'
 import {
   LOGGING_LEVELS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, isPlainObject,
@@ -120,6 +121,8 @@ export class McpContext {
   readonly restored: RestoredState | undefined
   /** @internal */
   pass: ReplayPass | undefined
+  /** @internal the method's spec, found once by the preHandler */
+  spec: MethodSpec | undefined
   /** @internal where notifications go: the reply stream */
   readonly sink: NotificationSink
   #lastProgress = -Infinity

@@ -3,7 +3,7 @@ import { McpContext } from '../context.js'
 import { InvalidRequestStateError, McpError, internalError, invalidRequest, parseError } from '../errors.js'
 import type { ReplayEngine } from '../mrtr/replay.js'
 import type { ResolvedOptions } from '../options.js'
-import type { Dispatcher } from '../protocol/dispatch.js'
+import type { Dispatcher, MethodSpec } from '../protocol/dispatch.js'
 import { idOf, readMessage, readRequest } from '../protocol/envelope.js'
 import { META_SERVER_INFO, type JsonObject } from '../protocol/wire.js'
 import { ReplyChannel, sendClosing, type Lifecycle } from './channel.js'
@@ -109,7 +109,9 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
         throw error
       }
     }
-    request.mcp = new McpContext(request, envelope, principal, restored, new ReplyChannel(reply, lifecycle))
+    const ctx = new McpContext(request, envelope, principal, restored, new ReplyChannel(reply, lifecycle))
+    ctx.spec = spec
+    request.mcp = ctx
     return false
   }
 
@@ -118,7 +120,7 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
     const channel = ctx.sink as ReplyChannel
     let result: JsonObject
     try {
-      result = await dispatcher.lookup(ctx.method).run(ctx) as JsonObject
+      result = await (ctx.spec as MethodSpec).run(ctx) as JsonObject
     } catch (error) {
       // A streaming reply is hijacked: Fastify counts it as sent and would only log the error.
       if (channel.streaming) return errorHandler(error as FastifyError, request, reply)
