@@ -1,12 +1,12 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { RequestedSchemaBuilder } from './elicitation/schema.js'
-import { validateElicitResult, validatorFor, type ElicitAnswer } from './elicitation/validate.js'
-import type { ReplayPass } from './mrtr/engine.js'
+import { schemaJson, validateElicitResult, validatorFor, type ElicitAnswer } from './elicitation/validate.js'
+import { questionOf, type Question, type ReplayPass } from './mrtr/engine.js'
 import type { MethodSpec } from './protocol/dispatch.js'
 import type { RestoredState } from './mrtr/replay.js'
 import {
   LOGGING_LEVELS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, isPlainObject,
-  type ClientCapabilities, type Implementation, type InputRequest, type JsonObject, type LoggingLevel, type RequestId, type RequestMeta,
+  type ClientCapabilities, type Implementation, type JsonObject, type LoggingLevel, type RequestId, type RequestMeta,
 } from './protocol/wire.js'
 
 /** Where a context sends notifications: the request's reply stream. */
@@ -183,10 +183,14 @@ export class McpContext {
    * Decline and cancel are values, not errors.
    */
   elicit<T extends object> (message: string, schema: RequestedSchemaBuilder<T>, options: ElicitOptions = {}): Promise<ElicitAnswer<T>> {
-    return this.#ask({
-      method: 'elicitation/create',
-      params: { mode: 'form', message, requestedSchema: schema.schema as unknown as JsonObject },
-    }, options.key, 'elicit', (value) => validateElicitResult(value, validatorFor(schema)), formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
+    // The schema's JSON text stands for the schema: the rendered object is only built when sent.
+    const json = schemaJson(schema)
+    const question: Question = {
+      text: `elicitation/create form ${JSON.stringify(message)} ${json}`,
+      build: () => ({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: schema.schema as unknown as JsonObject } }),
+    }
+    return this.#ask(question, options.key, 'elicit', (value) => validateElicitResult(value, validatorFor(schema, json)),
+      formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
   }
 
   /**
@@ -195,7 +199,7 @@ export class McpContext {
    * out-of-band step is done. The same idempotency contract as `elicit()` applies.
    */
   elicitUrl (message: string, url: string, options: ElicitOptions = {}): Promise<{ action: 'accept' | 'decline' | 'cancel' }> {
-    return this.#ask({ method: 'elicitation/create', params: { mode: 'url', message, url } },
+    return this.#ask(questionOf({ method: 'elicitation/create', params: { mode: 'url', message, url } }),
       options.key, 'elicit', NO_ANSWER_CHECK, urlMissing(this.clientCapabilities)) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
   }
 
@@ -210,7 +214,7 @@ export class McpContext {
     if (!isPlainObject(params) || !Array.isArray(params.messages) || !Number.isSafeInteger(params.maxTokens) || params.maxTokens <= 0) {
       return Promise.reject(new TypeError('ctx.sample() needs { messages: [...], maxTokens: positive integer }'))
     }
-    return this.#ask({ method: 'sampling/createMessage', params: params as JsonObject }, options.key, 'sample',
+    return this.#ask(questionOf({ method: 'sampling/createMessage', params: params as JsonObject }), options.key, 'sample',
       checkSamplingResult, samplingMissing(this.clientCapabilities, params)) as Promise<CreateMessageResult>
   }
 
@@ -222,17 +226,17 @@ export class McpContext {
    * least 2027-07-28.
    */
   listRoots (options: ElicitOptions = {}): Promise<Root[]> {
-    return this.#ask({ method: 'roots/list', params: {} }, options.key, 'roots', checkRootsResult,
+    return this.#ask(questionOf({ method: 'roots/list', params: {} }), options.key, 'roots', checkRootsResult,
       isPlainObject(this.clientCapabilities.roots) ? undefined : { roots: {} }) as Promise<Root[]>
   }
 
-  #ask (request: InputRequest, key: string | undefined, prefix: string,
+  #ask (question: Question, key: string | undefined, prefix: string,
     accept: (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string },
     missing: Record<string, unknown> | undefined): Promise<unknown> {
     if (this.pass === undefined) {
       return Promise.reject(new Error(`input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, prompts/get and resources/read handlers, not in ${this.method}`))
     }
-    return this.pass.ask(request, { key, prefix, accept, missing })
+    return this.pass.ask(question, { key, prefix, accept, missing })
   }
 
   /**

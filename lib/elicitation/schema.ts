@@ -210,7 +210,7 @@ function pick (opts: AnyOptions, keys: readonly string[]): Record<string, unknow
 }
 
 function deepFreeze<T> (value: T): T {
-  // Fields are frozen when added, so rendering only walks what is new.
+  // Fields shared with a builder already rendered are frozen already, so this only walks what is new.
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     for (const v of Object.values(value)) deepFreeze(v)
     Object.freeze(value)
@@ -218,14 +218,24 @@ function deepFreeze<T> (value: T): T {
   return value
 }
 
+/**
+ * @internal The key of a builder's JSON text: that of its rendered schema, made without rendering
+ * it (it equals `JSON.stringify(builder.schema)` except that fields named like integers keep their
+ * place). mocapi keys answer validators and ledger fingerprints by it.
+ */
+export const SCHEMA_JSON: unique symbol = Symbol('mocapi.requestedSchema.json')
+
 class Builder {
   readonly #fields: readonly Field[]
   #schema: RequestedSchema | undefined
+  #json: string | undefined
 
   constructor (fields: readonly Field[]) {
     this.#fields = fields
   }
 
+  // Builders are often made per call inside a handler, and on a replayed round the rendered
+  // object is not needed at all (only its JSON, for the fingerprint), so both are made lazily.
   get schema (): RequestedSchema {
     if (this.#schema === undefined) {
       // fromEntries defines own properties, so even a field named __proto__ is kept
@@ -236,6 +246,20 @@ class Builder {
         : { type: 'object', properties })
     }
     return this.#schema
+  }
+
+  get [SCHEMA_JSON] (): string {
+    if (this.#json === undefined) {
+      let properties = ''
+      let required = ''
+      for (const field of this.#fields) {
+        const name = JSON.stringify(field.name)
+        properties += `${properties === '' ? '' : ','}${name}:${JSON.stringify(field.schema)}`
+        if (!field.optional) required += `${required === '' ? '' : ','}${name}`
+      }
+      this.#json = `{"type":"object","properties":{${properties}}${required === '' ? '' : `,"required":[${required}]`}}`
+    }
+    return this.#json
   }
 
   toJSON (): RequestedSchema {
@@ -309,7 +333,8 @@ class Builder {
   }
 
   #add (name: string, opts: AnyOptions, schema: Record<string, unknown>): Builder {
-    const field = deepFreeze({ name, optional: opts.optional === true, schema: schema as unknown as PrimitiveSchemaDefinition })
+    // Field schemas are new objects no caller holds; rendering the schema freezes them.
+    const field = { name, optional: opts.optional === true, schema: schema as unknown as PrimitiveSchemaDefinition }
     return new Builder([...this.#fields, field])
   }
 }

@@ -4,7 +4,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
-import type { PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder } from './schema.js'
+import { SCHEMA_JSON, type PrimitiveSchemaDefinition, type RequestedSchema, type RequestedSchemaBuilder } from './schema.js'
 
 // Ajv keeps every compiled schema alive, so compile per schema, never per request.
 const ajv = new Ajv({ allErrors: false, strict: false })
@@ -58,24 +58,22 @@ export function compileAnswerValidator (schema: RequestedSchema): AnswerValidato
 }
 
 // Builders are often made per call (`requestedSchema()…` inside a handler), so validators are
-// shared by rendered schema, in a bounded cache, and Ajv is told to forget each compiled schema.
-const byBuilder = new WeakMap<object, AnswerValidator<any>>()
+// shared by the schema's JSON text, in a bounded cache, and Ajv is told to forget each compiled schema.
 const bySchema = new Map<string, AnswerValidator<any>>()
 const MAX_CACHED_SCHEMAS = 1000
 
+/** The JSON text of a builder's schema; a hand-made object with a `schema` has it rendered. */
+export function schemaJson (builder: RequestedSchemaBuilder<object>): string {
+  return (builder as { [SCHEMA_JSON]?: string })[SCHEMA_JSON] ?? JSON.stringify(builder.schema)
+}
+
 /** The validator of a builder's schema, compiled on first use and then reused. */
-export function validatorFor<T extends object> (builder: RequestedSchemaBuilder<T>): AnswerValidator<T> {
-  let validator = byBuilder.get(builder)
+export function validatorFor<T extends object> (builder: RequestedSchemaBuilder<T>, json = schemaJson(builder)): AnswerValidator<T> {
+  let validator = bySchema.get(json)
   if (validator === undefined) {
-    const schema = builder.schema
-    const key = JSON.stringify(schema)
-    validator = bySchema.get(key)
-    if (validator === undefined) {
-      validator = compileAnswerValidator(schema)
-      if (bySchema.size >= MAX_CACHED_SCHEMAS) bySchema.delete(bySchema.keys().next().value as string)
-      bySchema.set(key, validator)
-    }
-    byBuilder.set(builder, validator)
+    validator = compileAnswerValidator(builder.schema)
+    if (bySchema.size >= MAX_CACHED_SCHEMAS) bySchema.delete(bySchema.keys().next().value as string)
+    bySchema.set(json, validator)
   }
   return validator
 }

@@ -15,6 +15,22 @@ export interface AskOptions {
   missing: Record<string, unknown> | undefined
 }
 
+/**
+ * One input request as the engine sees it: the text its fingerprint is taken over, and the
+ * wire request itself, built only when the request is actually sent (a replayed round that
+ * finds the answer in the ledger never needs it).
+ */
+export interface Question {
+  /** Identifies the request: equal texts for equal requests, different ones otherwise. */
+  readonly text: string
+  build (): InputRequest
+}
+
+/** A question whose wire request is already made: its text is the request's JSON. */
+export function questionOf (request: InputRequest): Question {
+  return { text: JSON.stringify(request), build: () => request }
+}
+
 /** How one pass of a handler ended. */
 export type PassOutcome<T> =
   | { kind: 'complete', value: T }
@@ -31,10 +47,10 @@ function never (): Promise<never> {
 /**
  * A short, stable digest of an input request and its key, kept in the ledger slot. It only has
  * to tell a handler that asks something else on replay (the token itself is authenticated), so
- * a fast 53-bit hash will do: two 32-bit FNV-style lanes over the request's JSON.
+ * a fast 53-bit hash will do: two 32-bit FNV-style lanes over the key and the question's text.
  */
-export function fingerprint (key: string, request: InputRequest): string {
-  const text = `${key}\n${JSON.stringify(request)}`
+export function fingerprint (key: string, question: string): string {
+  const text = `${key}\n${question}`
   let h1 = 0xdeadbeef
   let h2 = 0x41c6ce57
   for (let i = 0; i < text.length; i++) {
@@ -89,7 +105,7 @@ export class ReplayPass {
   }
 
   /** Asks for one input: the stored answer when the ledger has it, else a yield. */
-  ask (request: InputRequest, options: AskOptions): Promise<unknown> {
+  ask (question: Question, options: AskOptions): Promise<unknown> {
     if (this.#closed) return never()
     const ordinal = this.#ordinal
     const slot = this.#ledger[ordinal] as LedgerEntry | undefined
@@ -101,7 +117,7 @@ export class ReplayPass {
     this.#keys.add(key)
     this.#ordinal++
 
-    const print = fingerprint(key, request)
+    const print = fingerprint(key, question.text)
     if (slot !== undefined) {
       if (slot.f !== print) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1))
       if ('r' in slot) return Promise.resolve(slot.r)
@@ -119,7 +135,7 @@ export class ReplayPass {
       this.#pending = {}
       setImmediate(() => this.#settle({ kind: 'input_required', inputRequests: this.#pending!, ledger: this.#ledger }))
     }
-    this.#pending[key] = request
+    this.#pending[key] = question.build()
     return never()
   }
 

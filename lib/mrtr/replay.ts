@@ -17,28 +17,47 @@ export interface RestoredState {
   round: number
 }
 
+/** Params fields that are not part of a request's target: they change from round to round. */
+function isRoundField (key: string): boolean {
+  return key === '_meta' || key === 'inputResponses' || key === 'requestState'
+}
+
 /** The fields of a request's params that name its target; `_meta` and the MRTR fields are not part of it. */
 export function originalParamsOf (params: JsonObject): JsonObject {
   const original: JsonObject = {}
   for (const key of Object.keys(params)) {
-    if (key !== '_meta' && key !== 'inputResponses' && key !== 'requestState') original[key] = params[key]
+    if (!isRoundField(key)) original[key] = params[key]
   }
   return original
 }
 
-/** JSON with object keys sorted, so equal params compare equal whatever their key order. */
-export function canonicalJson (value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort()
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as JsonObject)[k])}`).join(',')}}`
+/** Whether two JSON values are equal, whatever the key order of their objects. */
+function jsonEqual (a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false
+    return true
   }
-  return JSON.stringify(value)
+  if (Array.isArray(b)) return false
+  const keys = Object.keys(a)
+  if (keys.length !== Object.keys(b).length) return false
+  for (const key of keys) {
+    if (!Object.hasOwn(b, key) || !jsonEqual((a as JsonObject)[key], (b as JsonObject)[key])) return false
+  }
+  return true
 }
 
-/** Equal params, whatever their key order; the plain JSON compare is the common, cheap case. */
-function sameParams (a: JsonObject, b: JsonObject): boolean {
-  return JSON.stringify(a) === JSON.stringify(b) || canonicalJson(a) === canonicalJson(b)
+/** Whether a retry's params name the same target and arguments as the token's `originalParams`. */
+function sameParams (original: JsonObject, params: JsonObject): boolean {
+  let count = 0
+  for (const key of Object.keys(params)) {
+    if (isRoundField(key)) continue
+    if (!Object.hasOwn(original, key) || !jsonEqual(original[key], params[key])) return false
+    count++
+  }
+  return count === Object.keys(original).length
 }
 
 /**
@@ -62,7 +81,7 @@ export class ReplayEngine {
     const payload = this.#codec.decode(token)
     if (payload.principal !== principal) throw new InvalidRequestStateError('principal mismatch')
     if (payload.method !== method) throw new InvalidRequestStateError('method mismatch')
-    if (!sameParams(payload.originalParams, originalParamsOf(params))) {
+    if (!sameParams(payload.originalParams, params)) {
       throw new InvalidRequestStateError('target or arguments mismatch')
     }
     return { ledger: payload.inputResponses, round: payload.round ?? 0 }

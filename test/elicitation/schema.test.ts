@@ -1,5 +1,5 @@
 import t from 'tap'
-import { requestedSchema } from '../../lib/elicitation/schema.js'
+import { SCHEMA_JSON, requestedSchema } from '../../lib/elicitation/schema.js'
 
 t.test('renders the cabin example', async (t) => {
   const schema = requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])
@@ -133,4 +133,27 @@ t.test('rejects bad multi selects', async (t) => {
   bad({ default: ['a', 'b'], maxItems: 1 }, /default does not fit/)
   t.throws(() => requestedSchema().chooseMany('m', []), /field "m": choices must be a non-empty array/)
   t.ok(requestedSchema().chooseMany('m', ['a', 'b'], { minItems: 0, maxItems: 2, default: [] }))
+})
+
+t.test('a builder\'s JSON text is that of its rendered schema, made without rendering it', async (t) => {
+  const builders = {
+    empty: requestedSchema(),
+    optional: requestedSchema().boolean('ok', { optional: true }),
+    cabin: requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']),
+    every: requestedSchema()
+      .string('e\u00e9"\\', { title: 'Quote " and \u2028', minLength: 1, format: 'email' })
+      .number('w', { minimum: -1.5, default: 0 })
+      .choose('c', [{ value: 'y', title: 'Economy' }], { optional: true })
+      .chooseMany('m', ['veg', 'fish'], { maxItems: 2, default: ['veg'] })
+      .string('__proto__', { optional: true }),
+  }
+  for (const [name, builder] of Object.entries(builders)) {
+    const text = (builder as unknown as Record<typeof SCHEMA_JSON, string>)[SCHEMA_JSON]
+    t.equal(text, JSON.stringify(builder.schema), name)
+    t.equal((builder as unknown as Record<typeof SCHEMA_JSON, string>)[SCHEMA_JSON], text, `${name}: made once`)
+  }
+  const fresh = requestedSchema().string('a').string('b', { optional: true })
+  t.equal((fresh as unknown as Record<typeof SCHEMA_JSON, string>)[SCHEMA_JSON], '{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a"]}',
+    'the text comes first, the schema renders after it')
+  t.ok(Object.isFrozen(fresh.schema.properties.b))
 })

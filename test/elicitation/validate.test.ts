@@ -103,3 +103,11 @@ t.test('builders that render the same schema share one validator, in a bounded c
   for (let i = 0; i < 1000; i++) validatorFor(requestedSchema().integer(`n${i}`))
   t.not(validatorFor(make()), first, 'the oldest schema was evicted after 1000 others')
 })
+
+t.test('an object that only has a rendered schema gets a validator too', async (t) => {
+  const handMade = { schema: { type: 'object', properties: { code: { type: 'string', minLength: 4 } }, required: ['code'] } }
+  const check = validatorFor(handMade as any)
+  t.strictSame(check({ code: '1234' }), { ok: true })
+  t.strictSame(check({ code: '12' }), { ok: false, message: 'content.code must NOT have fewer than 4 characters' })
+  t.equal(validatorFor({ schema: { ...handMade.schema } } as any), check, 'shared by the JSON of the schema')
+})

@@ -80,6 +80,42 @@ t.test('a token is bound to its tool and arguments', async (t) => {
   t.same(reordered.body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }])
 })
 
+t.test('arguments compare as JSON values: key order is free, every other difference refuses the token', async (t) => {
+  const trip = { to: 'Lisbon', legs: [{ from: 'Porto', stops: [1, 2] }, null], flags: { window: true, meal: 'veg' }, price: 0 }
+  let runs = 0
+  const app = await build(t, { requestState: { keys: [KEY] } }, (app) => {
+    app.mcp.tool({ name: 'plan', inputSchema: { type: 'object' } }, async (_args: unknown, ctx: any) => {
+      runs++
+      const answer = await ctx.elicit('From where?', schema)
+      return answer.action === 'accept' ? answer.content.city : 'no'
+    })
+  })
+  const { body } = await call(app, 'tools/call', { name: 'plan', arguments: trip })
+  const state = body.result.requestState
+  const retry = (args: unknown) => call(app, 'tools/call', { name: 'plan', arguments: args, requestState: state, inputResponses: accept })
+
+  const reordered = { price: 0, flags: { meal: 'veg', window: true }, legs: [{ stops: [1, 2], from: 'Porto' }, null], to: 'Lisbon' }
+  t.same((await retry(reordered)).body.result.content, [{ type: 'text', text: 'Porto' }], 'nested keys in another order')
+  const before = runs
+  const changed: Array<[string, unknown]> = [
+    ['a nested value', { ...trip, flags: { window: false, meal: 'veg' } }],
+    ['an array element', { ...trip, legs: [{ from: 'Porto', stops: [1, 3] }, null] }],
+    ['an array length', { ...trip, legs: [{ from: 'Porto', stops: [1, 2] }] }],
+    ['an array for an object', { ...trip, flags: ['window', 'veg'] }],
+    ['an object for an array', { ...trip, legs: { 0: { from: 'Porto', stops: [1, 2] }, 1: null } }],
+    ['null for an object', { ...trip, flags: null }],
+    ['a string for a number', { ...trip, price: '0' }],
+    ['a missing key', { to: 'Lisbon', legs: trip.legs, flags: trip.flags }],
+    ['an extra key', { ...trip, note: 'x' }],
+    ['a renamed key, same count', { to: 'Lisbon', legs: trip.legs, flags: trip.flags, cost: 0 }],
+    ['a nested extra key', { ...trip, flags: { ...trip.flags, aisle: false } }],
+  ]
+  for (const [what, args] of changed) {
+    t.same((await retry(args)).body.error, REFUSED, what)
+  }
+  t.equal(runs, before, 'the handler never ran for a changed argument')
+})
+
 t.test('a token expires after its ttl', async (t) => {
   const { app } = await server(t, [KEY], { ttl: 150 })
   const state = await token(app)
