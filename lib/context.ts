@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { RequestedSchemaBuilder } from './elicitation/schema.js'
-import { schemaJson, validateElicitResult, validatorFor, type ElicitAnswer } from './elicitation/validate.js'
+import { schemaInfo, validateElicitResult, validatorFor, type ElicitAnswer } from './elicitation/validate.js'
 import { questionOf, type Question, type ReplayPass } from './mrtr/engine.js'
 import type { MethodSpec } from './protocol/dispatch.js'
 import type { RestoredState } from './mrtr/replay.js'
@@ -183,13 +183,14 @@ export class McpContext {
    * Decline and cancel are values, not errors.
    */
   elicit<T extends object> (message: string, schema: RequestedSchemaBuilder<T>, options: ElicitOptions = {}): Promise<ElicitAnswer<T>> {
-    // The schema's JSON text stands for the schema: the rendered object is only built when sent.
-    const json = schemaJson(schema)
+    if (typeof message !== 'string') return Promise.reject(new TypeError(`ctx.elicit() needs a message string, got ${typeof message}`))
+    // The schema's digest stands for the schema: the rendered object is only needed when sent.
+    const info = schemaInfo(schema)
     const question: Question = {
-      text: `elicitation/create form ${JSON.stringify(message)} ${json}`,
+      text: `form ${info.digest} ${message}`,
       build: () => ({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: schema.schema as unknown as JsonObject } }),
     }
-    return this.#ask(question, options.key, 'elicit', (value) => validateElicitResult(value, validatorFor(schema, json)),
+    return this.#ask(question, options.key, 'elicit', (value) => validateElicitResult(value, validatorFor(schema, info)),
       formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
   }
 
@@ -199,6 +200,9 @@ export class McpContext {
    * out-of-band step is done. The same idempotency contract as `elicit()` applies.
    */
   elicitUrl (message: string, url: string, options: ElicitOptions = {}): Promise<{ action: 'accept' | 'decline' | 'cancel' }> {
+    if (typeof message !== 'string' || typeof url !== 'string') {
+      return Promise.reject(new TypeError(`ctx.elicitUrl() needs a message string and a url string, got ${typeof message} and ${typeof url}`))
+    }
     return this.#ask(questionOf({ method: 'elicitation/create', params: { mode: 'url', message, url } }),
       options.key, 'elicit', NO_ANSWER_CHECK, urlMissing(this.clientCapabilities)) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
   }

@@ -225,8 +225,64 @@ function deepFreeze<T> (value: T): T {
  */
 export const SCHEMA_JSON: unique symbol = Symbol('mocapi.requestedSchema.json')
 
+// Builders are immutable, so an identical call on the same builder can return the builder it
+// returned before, with its schema, JSON text and validator already made: a handler that builds
+// its schema inline on every call (and every replayed round) then pays a few compares. Kept
+// builders are never dropped, so their number is bounded in all, and per field name so that a
+// lookup compares with a few calls at most.
+const MAX_PER_NAME = 8
+const MAX_INTERNED = 1000
+let interned = 0
+
+// The options each kind of field reads: a call is identical to a kept one when these, its kind,
+// its name and its choices are.
+const STRING_OPTIONS = ['title', 'description', 'minLength', 'maxLength', 'format', 'default', 'optional']
+const NUMBER_OPTIONS = ['title', 'description', 'minimum', 'maximum', 'default', 'optional']
+const BOOLEAN_OPTIONS = ['title', 'description', 'default', 'optional']
+const CHOOSE_OPTIONS = ['title', 'description', 'default', 'optional']
+const CHOOSE_MANY_OPTIONS = ['title', 'description', 'minItems', 'maxItems', 'default', 'optional']
+
+type Plain = string | number | boolean | undefined | readonly string[]
+
+/** A call that made a kept builder: plain copies of everything the builder read. */
+interface Kept {
+  readonly kind: string
+  readonly choices: ReadonlyArray<string | Choice> | undefined
+  readonly options: readonly Plain[]
+  readonly builder: Builder
+}
+
+/** A copy of a plain value, or undefined when it is not plain (such a call is not kept). */
+function plainCopy (value: unknown): { value: Plain } | undefined {
+  if (value === undefined || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return { value }
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return { value: [...value] as string[] }
+  return undefined
+}
+
+function samePlain (kept: Plain, value: unknown): boolean {
+  if (!Array.isArray(kept)) return Object.is(kept, value)
+  if (!Array.isArray(value) || value.length !== kept.length) return false
+  for (let i = 0; i < kept.length; i++) if (value[i] !== kept[i]) return false
+  return true
+}
+
+function sameChoices (kept: ReadonlyArray<string | Choice> | undefined, choices: unknown): boolean {
+  if (kept === undefined) return choices === undefined
+  if (!Array.isArray(choices) || choices.length !== kept.length) return false
+  for (let i = 0; i < kept.length; i++) {
+    const a = kept[i]
+    const b: unknown = choices[i]
+    if (typeof a === 'string') {
+      if (a !== b) return false
+    } else if (typeof b !== 'object' || b === null || (b as Choice).value !== a.value || (b as Choice).title !== a.title) return false
+  }
+  return true
+}
+
 class Builder {
   readonly #fields: readonly Field[]
+  /** Kept calls on this builder, by field name. */
+  #children: Map<string, Kept[]> | undefined
   #schema: RequestedSchema | undefined
   #json: string | undefined
 
@@ -267,6 +323,66 @@ class Builder {
   }
 
   string (name: string, opts: AnyOptions = {}): Builder {
+    return this.#kept('string', name, undefined, opts, STRING_OPTIONS) ?? this.#keep('string', name, undefined, opts, STRING_OPTIONS, this.#string(name, opts))
+  }
+
+  number (name: string, opts: AnyOptions = {}): Builder {
+    return this.#kept('number', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('number', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('number', name, opts))
+  }
+
+  integer (name: string, opts: AnyOptions = {}): Builder {
+    return this.#kept('integer', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('integer', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('integer', name, opts))
+  }
+
+  boolean (name: string, opts: AnyOptions = {}): Builder {
+    return this.#kept('boolean', name, undefined, opts, BOOLEAN_OPTIONS) ?? this.#keep('boolean', name, undefined, opts, BOOLEAN_OPTIONS, this.#boolean(name, opts))
+  }
+
+  choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+    return this.#kept('choose', name, choices, opts, CHOOSE_OPTIONS) ?? this.#keep('choose', name, choices, opts, CHOOSE_OPTIONS, this.#choose(name, choices, opts))
+  }
+
+  chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+    return this.#kept('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS) ?? this.#keep('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS, this.#chooseMany(name, choices, opts))
+  }
+
+  /** The builder an identical call returned before, when it was kept. */
+  #kept (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[]): Builder | undefined {
+    const calls = this.#children?.get(name)
+    if (calls === undefined || typeof opts !== 'object' || opts === null) return undefined
+    for (const call of calls) {
+      if (call.kind !== kind || !sameChoices(call.choices, choices)) continue
+      let same = true
+      for (let i = 0; i < options.length && same; i++) same = samePlain(call.options[i], opts[options[i]])
+      if (same) return call.builder
+    }
+    return undefined
+  }
+
+  /** Keeps a new builder for identical calls to come, when its inputs are plain and within the bounds. */
+  #keep (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[], builder: Builder): Builder {
+    if (interned >= MAX_INTERNED) return builder
+    const values: Plain[] = []
+    for (const option of options) {
+      const copy = plainCopy(opts[option])
+      if (copy === undefined) return builder
+      values.push(copy.value)
+    }
+    // The builder checked the choices: all strings, or all { value, title } with string members.
+    const kept = choices === undefined
+      ? undefined
+      : (choices as Choices).map((c: string | Choice) => typeof c === 'string' ? c : { value: c.value, title: c.title })
+    this.#children ??= new Map()
+    const calls = this.#children.get(name)
+    const call = { kind, choices: kept, options: values, builder }
+    if (calls === undefined) this.#children.set(name, [call])
+    else if (calls.length < MAX_PER_NAME) calls.push(call)
+    else return builder
+    interned++
+    return builder
+  }
+
+  #string (name: string, opts: AnyOptions): Builder {
     const fail = this.#check(name)
     lengths(fail, opts, 'minLength', 'maxLength')
     if (opts.format !== undefined && !FORMATS.includes(opts.format)) fail(`unknown format ${JSON.stringify(opts.format)}`)
@@ -277,21 +393,13 @@ class Builder {
     return this.#add(name, opts, { type: 'string', ...pick(opts, ['title', 'description', 'minLength', 'maxLength', 'format', 'default']) })
   }
 
-  number (name: string, opts: AnyOptions = {}): Builder {
-    return this.#numeric('number', name, opts)
-  }
-
-  integer (name: string, opts: AnyOptions = {}): Builder {
-    return this.#numeric('integer', name, opts)
-  }
-
-  boolean (name: string, opts: AnyOptions = {}): Builder {
+  #boolean (name: string, opts: AnyOptions): Builder {
     const fail = this.#check(name)
     if (opts.default !== undefined && typeof opts.default !== 'boolean') fail('default does not fit')
     return this.#add(name, opts, { type: 'boolean', ...pick(opts, ['title', 'description', 'default']) })
   }
 
-  choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+  #choose (name: string, choices: Choices, opts: AnyOptions): Builder {
     const fail = this.#check(name)
     const { values, titled } = choiceList(fail, choices)
     if (opts.default !== undefined && !values.includes(opts.default)) fail('default is not among the choices')
@@ -300,7 +408,7 @@ class Builder {
     return this.#add(name, opts, { type: 'string', ...described, ...choice, ...pick(opts, ['default']) })
   }
 
-  chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+  #chooseMany (name: string, choices: Choices, opts: AnyOptions): Builder {
     const fail = this.#check(name)
     const { values, titled } = choiceList(fail, choices)
     lengths(fail, opts, 'minItems', 'maxItems')
@@ -367,7 +475,9 @@ function choiceList (fail: (problem: string) => never, choices: Choices): { valu
   return { values, titled }
 }
 
+const EMPTY = new Builder([])
+
 /** Starts an empty requested schema; add fields with the chainable methods. */
 export function requestedSchema (): RequestedSchemaBuilder {
-  return new Builder([]) as unknown as RequestedSchemaBuilder
+  return EMPTY as unknown as RequestedSchemaBuilder
 }

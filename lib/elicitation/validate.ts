@@ -4,6 +4,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
+import { digest } from '../digest.js'
 import { SCHEMA_JSON, type PrimitiveSchemaDefinition, type RequestedSchema, type RequestedSchemaBuilder } from './schema.js'
 
 // Ajv keeps every compiled schema alive, so compile per schema, never per request.
@@ -57,25 +58,38 @@ export function compileAnswerValidator (schema: RequestedSchema): AnswerValidato
   }
 }
 
-// Builders are often made per call (`requestedSchema()…` inside a handler), so validators are
-// shared by the schema's JSON text, in a bounded cache, and Ajv is told to forget each compiled schema.
-const bySchema = new Map<string, AnswerValidator<any>>()
+/** What mocapi keeps per requested schema: a short digest of its JSON text, and its validator once compiled. */
+export interface SchemaInfo {
+  readonly digest: string
+  validator: AnswerValidator<any> | undefined
+}
+
+// Keyed by the schema's JSON text, so builders made per call (`requestedSchema()…` inside a
+// handler) share one entry; bounded, and Ajv is told to forget each compiled schema.
+const bySchema = new Map<string, SchemaInfo>()
 const MAX_CACHED_SCHEMAS = 1000
 
 /** The JSON text of a builder's schema; a hand-made object with a `schema` has it rendered. */
-export function schemaJson (builder: RequestedSchemaBuilder<object>): string {
+function schemaJson (builder: RequestedSchemaBuilder<object>): string {
   return (builder as { [SCHEMA_JSON]?: string })[SCHEMA_JSON] ?? JSON.stringify(builder.schema)
 }
 
-/** The validator of a builder's schema, compiled on first use and then reused. */
-export function validatorFor<T extends object> (builder: RequestedSchemaBuilder<T>, json = schemaJson(builder)): AnswerValidator<T> {
-  let validator = bySchema.get(json)
-  if (validator === undefined) {
-    validator = compileAnswerValidator(builder.schema)
+/** The entry of a builder's schema, made on first use. */
+export function schemaInfo (builder: RequestedSchemaBuilder<object>): SchemaInfo {
+  const json = schemaJson(builder)
+  let info = bySchema.get(json)
+  if (info === undefined) {
+    info = { digest: digest('requestedSchema', json), validator: undefined }
     if (bySchema.size >= MAX_CACHED_SCHEMAS) bySchema.delete(bySchema.keys().next().value as string)
-    bySchema.set(json, validator)
+    bySchema.set(json, info)
   }
-  return validator
+  return info
+}
+
+/** The validator of a builder's schema, compiled on first use and then reused. */
+export function validatorFor<T extends object> (builder: RequestedSchemaBuilder<T>, info = schemaInfo(builder)): AnswerValidator<T> {
+  info.validator ??= compileAnswerValidator(builder.schema)
+  return info.validator
 }
 
 /** Checks an elicitation result: a known action and, for `accept`, content that passes the validator. */

@@ -1,3 +1,4 @@
+import { digest } from '../digest.js'
 import { ElicitationLedgerMismatchError, invalidParams, missingCapability } from '../errors.js'
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
 import type { LedgerEntry } from './codec.js'
@@ -45,22 +46,12 @@ function never (): Promise<never> {
 }
 
 /**
- * A short, stable digest of an input request and its key, kept in the ledger slot. It only has
- * to tell a handler that asks something else on replay (the token itself is authenticated), so
- * a fast 53-bit hash will do: two 32-bit FNV-style lanes over the key and the question's text.
+ * The fingerprint kept in a ledger slot: a digest of the input key and the question's text. It
+ * only has to tell a handler that asks something else on replay (the token itself is
+ * authenticated), so a fast 53-bit digest will do.
  */
 export function fingerprint (key: string, question: string): string {
-  const text = `${key}\n${question}`
-  let h1 = 0xdeadbeef
-  let h2 = 0x41c6ce57
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    h1 = Math.imul(h1 ^ c, 2654435761)
-    h2 = Math.imul(h2 ^ c, 1597334677)
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)
+  return digest(key, question)
 }
 
 /**

@@ -157,3 +157,77 @@ t.test('a builder\'s JSON text is that of its rendered schema, made without rend
     'the text comes first, the schema renders after it')
   t.ok(Object.isFrozen(fresh.schema.properties.b))
 })
+
+t.test('an identical call returns the same builder, already rendered; any difference gives its own', async (t) => {
+  const make = () => requestedSchema()
+    .string('email', { title: 'Email', format: 'email', minLength: 3 })
+    .number('weight', { minimum: -0, maximum: 30 })
+    .integer('seats', { default: 1, optional: true })
+    .boolean('ok', { default: true })
+    .choose('cabin', [{ value: 'y', title: 'Economy' }, { value: 'j', title: 'Business' }], { default: 'j' })
+    .chooseMany('meals', ['veg', 'fish'], { default: ['veg'], maxItems: 2 })
+  const first = make()
+  t.equal(make(), first, 'the same builder, so its schema, JSON and validator are made once')
+  t.equal(make().schema, first.schema)
+  t.equal(requestedSchema(), requestedSchema(), 'the empty builder is shared: it is immutable')
+
+  // Each of these differs from the base call in one input only, in ways a careless key would merge.
+  const base = requestedSchema().string('a|b', { title: 'x' })
+  const variants = {
+    'another name': requestedSchema().string('a', { title: '|bx' }),
+    'another title': requestedSchema().string('a|b', { title: 'x|' }),
+    'another kind': requestedSchema().choose('a|b', ['x'], { title: 'x' }),
+    optional: requestedSchema().string('a|b', { title: 'x', optional: true }),
+    'no title': requestedSchema().string('a|b'),
+  }
+  for (const [what, builder] of Object.entries(variants)) {
+    t.not(builder, base, what)
+    t.not(JSON.stringify(builder.schema), JSON.stringify(base.schema), `${what}: its own schema`)
+  }
+  t.not(requestedSchema().number('n', { minimum: 0 }), requestedSchema().number('n', { minimum: -0 }), '0 and -0 are kept apart')
+  t.not(requestedSchema().number('n', { minimum: 1 }), requestedSchema().integer('n', { minimum: 1 }))
+  t.not(requestedSchema().choose('c', ['a', 'b']), requestedSchema().choose('c', ['a,b']))
+  t.not(requestedSchema().choose('c', ['ab']), requestedSchema().choose('c', [{ value: 'ab', title: 'ab' }]))
+  const many = requestedSchema().chooseMany('c', ['a', 'b'], { default: ['a'] })
+  t.equal(requestedSchema().chooseMany('c', ['a', 'b'], { default: ['a'] }), many)
+  t.not(requestedSchema().chooseMany('c', ['a', 'b'], { default: ['b'] }), many)
+  t.not(requestedSchema().chooseMany('c', ['a', 'b'], { default: ['a', 'b'] }), many)
+  t.not(requestedSchema().chooseMany('c', ['a', 'b']), many)
+  const titled = requestedSchema().choose('t', [{ value: 'a', title: 'A' }])
+  t.equal(requestedSchema().choose('t', [{ value: 'a', title: 'A' }]), titled)
+  t.not(requestedSchema().choose('t', [{ value: 'a', title: 'B' }]), titled)
+  t.not(requestedSchema().choose('t', ['a']), titled)
+  const picked = ['a', 'b']
+  const fromArray = requestedSchema().choose('m', picked)
+  picked[1] = 'z'
+  t.not(requestedSchema().choose('m', picked), fromArray, 'a kept call holds a copy of its choices')
+  t.strictSame(fromArray.schema.properties.m, { type: 'string', enum: ['a', 'b'] })
+  t.not(requestedSchema().boolean('b', { default: true }), requestedSchema().boolean('b', { default: false }))
+  t.strictSame(requestedSchema().boolean('b', { default: false }).schema.properties.b, { type: 'boolean', default: false })
+
+  // Calls too odd to key on are built, and checked, every time.
+  const stamp = { toString: () => 'x' }
+  const odd = () => requestedSchema().string('s', { title: stamp as unknown as string })
+  t.not(odd(), odd(), 'an option that is not a plain value is not kept')
+  t.throws(() => requestedSchema().string('s', { title: 'ok', default: stamp as unknown as string }), /default does not fit/)
+  t.throws(() => requestedSchema().choose('c', ['a', 7 as unknown as string]), /all strings or all \{ value, title \}/)
+  t.throws(() => requestedSchema().choose('c', 'ab' as unknown as string[]), /non-empty array/)
+  t.throws(() => requestedSchema().chooseMany('c', ['a'], { default: [1 as unknown as 'a'] }), /default does not fit/)
+  t.throws(() => requestedSchema().string(7 as unknown as string), /non-empty string/)
+  t.throws(() => requestedSchema().string('a').string('a'), /duplicate field name/, 'a failed call is never kept')
+  t.throws(() => requestedSchema().string('a').string('a'), /duplicate field name/)
+})
+
+t.test('the builders kept are bounded, per field name and in all', async (t) => {
+  const parent = requestedSchema().string('bounds')
+  const variants = Array.from({ length: 10 }, (_, i) => parent.boolean('flag', { title: `t${i}` }))
+  t.equal(parent.boolean('flag', { title: 't7' }), variants[7], 'the first 8 calls with one name are kept')
+  t.not(parent.boolean('flag', { title: 't8' }), variants[8], 'the 9th is made afresh')
+  t.strictSame(parent.boolean('flag', { title: 't8' }).schema, variants[8].schema)
+  t.equal(parent.boolean('other'), parent.boolean('other'), 'other names are still kept')
+  // 1000 in all: fill what is left, then a new call is no longer kept.
+  for (let i = 0; i < 1000; i++) requestedSchema().boolean(`g${i}`)
+  const late = () => requestedSchema().integer('late')
+  t.not(late(), late(), 'past the bound, builders are made per call')
+  t.strictSame(late().schema, { type: 'object', properties: { late: { type: 'integer' } }, required: ['late'] })
+})

@@ -220,6 +220,24 @@ t.test('a key used twice in one request is refused to the handler', async (t) =>
   t.same(body.result.content, [{ type: 'text', text: 'Input key "same" is used twice in one request: keys must be unique' }])
 })
 
+t.test('a message that is not a string is refused to the handler, before anything is asked', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'numbered' }, async (_args, ctx) => {
+      await ctx.elicit(42 as unknown as string, requestedSchema().string('x'))
+      return 'unreachable'
+    })
+    app.mcp.tool({ name: 'linked' }, async (_args, ctx) => {
+      await ctx.elicitUrl('Open it', new URL('https://example.com/') as unknown as string)
+      return 'unreachable'
+    })
+  })
+  const { body } = await call(app, 'tools/call', { name: 'numbered' })
+  t.equal(body.result.isError, true)
+  t.same(body.result.content, [{ type: 'text', text: 'ctx.elicit() needs a message string, got number' }])
+  const linked = await call(app, 'tools/call', { name: 'linked' })
+  t.same(linked.body.result.content, [{ type: 'text', text: 'ctx.elicitUrl() needs a message string and a url string, got string and object' }])
+})
+
 t.test('the round cap ends a runaway loop', async (t) => {
   const app = await build(t, { requestState: { keys: [KEY], maxRounds: 2 } }, (app) => {
     app.mcp.tool({ name: 'forever' }, async (_args, ctx) => {
