@@ -240,7 +240,7 @@ export class McpContext {
     if (this.pass === undefined) {
       return Promise.reject(new Error(`input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, prompts/get and resources/read handlers, not in ${this.method}`))
     }
-    return this.pass.ask(question, { key, prefix, accept, missing })
+    return this.pass.ask(question, key, prefix, accept, missing)
   }
 
   /**

@@ -4,7 +4,6 @@ import type { InputRequiredResult, ReplayEngine } from '../mrtr/replay.js'
 import { isPlainObject, type ContentBlock, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, checkFields, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import { runInteractive } from './interactive.js'
 
 /** One argument of a prompt, as `prompts/list` shows it, plus how to complete it. */
 export interface PromptArgument {
@@ -141,7 +140,7 @@ export class Prompts {
     for (const key of prompt.required) {
       if (args[key] === undefined) throw invalidParams(`Missing required argument "${key}" for prompt ${name}`)
     }
-    const outcome = await runInteractive(ctx, engine, `prompt ${name}`, () => prompt.handler(args as Record<string, string>, ctx))
+    const outcome = await engine.run(ctx, `prompt ${name}`, () => prompt.handler(args as Record<string, string>, ctx))
     if (!('complete' in outcome)) return outcome
     const value = outcome.complete
     if (typeof value === 'string') return { messages: [{ role: 'user', content: { type: 'text', text: value } }] }

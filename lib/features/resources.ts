@@ -5,7 +5,6 @@ import type { CacheHint } from '../options.js'
 import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import { runInteractive } from './interactive.js'
 
 /** A resource's definition, as `resources/list` shows it. */
 export interface ResourceDefinition {
@@ -221,7 +220,7 @@ export class Resources {
       }
     }
     if (entry === undefined || run === undefined) throw notFound()
-    const outcome = await runInteractive(ctx, engine, `resource ${uri}`, run)
+    const outcome = await engine.run(ctx, `resource ${uri}`, run)
     if (!('complete' in outcome)) return outcome
     if (outcome.complete === undefined || outcome.complete === null) throw notFound()
     const contents = toContents(outcome.complete, uri, entry.mimeType)

@@ -4,7 +4,6 @@ import { McpError, invalidParams } from '../errors.js'
 import type { ReplayEngine, InputRequiredResult } from '../mrtr/replay.js'
 import { isPlainObject, type CallToolResult, type ContentBlock, type JsonObject } from '../protocol/wire.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import { runInteractive } from './interactive.js'
 import { compileSchema, describeErrors } from './schema-compiler.js'
 
 /** What `tools/list` tells clients about a tool. */
@@ -115,7 +114,7 @@ export class Tools {
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
     let outcome
     try {
-      outcome = await runInteractive(ctx, engine, `tool ${name}`, () => tool.handler(args, ctx))
+      outcome = await engine.run(ctx, `tool ${name}`, () => tool.handler(args, ctx))
     } catch (error) {
       if (error instanceof McpError) throw error
       ctx.request.log.debug({ err: error }, 'mocapi tool handler threw')

@@ -6,16 +6,6 @@ import type { LedgerEntry } from './codec.js'
 /** Checks and normalises an answer from `inputResponses` before it enters the ledger. */
 export type AnswerCheck = (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string }
 
-export interface AskOptions {
-  /** The input key; defaults to `<prefix>-<ordinal>`. */
-  key: string | undefined
-  /** Prefix of the default key, such as `elicit`. */
-  prefix: string
-  accept: AnswerCheck
-  /** The client capabilities this request needs and the request's `_meta` lacks, or undefined. */
-  missing: Record<string, unknown> | undefined
-}
-
 /**
  * One input request as the engine sees it: the text its fingerprint is taken over, and the
  * wire request itself, built only when the request is actually sent (a replayed round that
@@ -66,7 +56,6 @@ export class ReplayPass {
   readonly #ledger: LedgerEntry[]
   readonly #responses: JsonObject | undefined
   #ordinal = 0
-  #keys: Set<string> | undefined
   #pending: Record<string, InputRequest> | undefined
   #closed = false
   #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
@@ -85,29 +74,44 @@ export class ReplayPass {
   }
 
   /** Runs `fn` once; settles with its value, or with the input this pass still needs. */
-  run<T> (fn: () => Promise<T>): Promise<PassOutcome<T>> {
+  run<T> (fn: () => T | PromiseLike<T>): Promise<PassOutcome<T>> {
     return new Promise<PassOutcome<T>>((resolve, reject) => {
       this.#resolve = resolve as (outcome: PassOutcome<unknown>) => void
       this.#reject = reject
-      fn().then(
-        (value) => this.#settle({ kind: 'complete', value }),
-        (error: unknown) => this.#fail(error))
+      let value
+      try {
+        value = fn()
+      } catch (error) {
+        this.#fail(error)
+        return
+      }
+      // A handler that returns a plain value completes without a detour through a promise.
+      if (typeof (value as PromiseLike<T> | undefined)?.then !== 'function') this.#settle({ kind: 'complete', value })
+      else {
+        (value as PromiseLike<T>).then(
+          (result) => this.#settle({ kind: 'complete', value: result }),
+          (error: unknown) => this.#fail(error))
+      }
     })
   }
 
-  /** Asks for one input: the stored answer when the ledger has it, else a yield. */
-  ask (question: Question, options: AskOptions): Promise<unknown> {
+  /**
+   * Asks for one input: the stored answer when the ledger has it, else a yield. `key` defaults
+   * to `<prefix>-<ordinal>`; `missing` names the client capabilities the request needs and the
+   * request's `_meta` lacks, if any.
+   */
+  ask (question: Question, key: string | undefined, prefix: string, accept: AnswerCheck, missing: Record<string, unknown> | undefined): Promise<unknown> {
     if (this.#closed) return never()
     const ordinal = this.#ordinal
-    const slot = this.#ledger[ordinal] as LedgerEntry | undefined
-    const key = options.key ?? `${options.prefix}-${ordinal + 1}`
-    this.#keys ??= new Set()
-    if (this.#keys.has(key)) {
-      return Promise.reject(new TypeError(`Input key "${key}" is used twice in one request: keys must be unique`))
+    const ledger = this.#ledger
+    key ??= `${prefix}-${ordinal + 1}`
+    // Every ordinal before this one has its slot, under the key it was asked with in this pass.
+    for (let i = 0; i < ordinal; i++) {
+      if (ledger[i].k === key) return Promise.reject(new TypeError(`Input key "${key}" is used twice in one request: keys must be unique`))
     }
-    this.#keys.add(key)
     this.#ordinal++
 
+    const slot = ledger[ordinal] as LedgerEntry | undefined
     const print = fingerprint(key, question.text)
     if (slot !== undefined) {
       if (slot.f !== print) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1))
@@ -115,16 +119,16 @@ export class ReplayPass {
     }
     const incoming = this.#responses?.[key]
     if (incoming !== undefined) {
-      const checked = options.accept(incoming)
+      const checked = accept(incoming)
       if (!checked.ok) return this.#fail(invalidParams(`inputResponses.${key}: ${checked.message}`))
-      this.#ledger[ordinal] = { k: key, f: print, r: checked.value }
+      ledger[ordinal] = { k: key, f: print, r: checked.value }
       return Promise.resolve(checked.value)
     }
-    if (options.missing !== undefined) return this.#fail(missingCapability(options.missing))
-    this.#ledger[ordinal] = { k: key, f: print }
+    if (missing !== undefined) return this.#fail(missingCapability(missing))
+    ledger[ordinal] = { k: key, f: print }
     if (this.#pending === undefined) {
       this.#pending = {}
-      setImmediate(() => this.#settle({ kind: 'input_required', inputRequests: this.#pending!, ledger: this.#ledger }))
+      setImmediate(() => this.#settle({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
     }
     this.#pending[key] = question.build()
     return never()

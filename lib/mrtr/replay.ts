@@ -11,6 +11,16 @@ export interface InputRequiredResult {
   requestState: string
 }
 
+/** What the engine needs of a request's context: the request, and where its handler asks. */
+export interface Interactive {
+  pass: ReplayPass | undefined
+  readonly method: string
+  readonly params: JsonObject
+  readonly principal: string | null
+  readonly restored: RestoredState | undefined
+  readonly request: { readonly log: FastifyBaseLogger }
+}
+
 /** What a verified requestState restores for the retry. */
 export interface RestoredState {
   ledger: LedgerEntry[]
@@ -88,30 +98,30 @@ export class ReplayEngine {
   }
 
   /**
-   * Runs a handler once under the replay pattern. Resolves with its value, or with the
-   * `input_required` result that asks for what the pass still needs.
+   * Runs a handler once under the replay pattern, bound to `ctx` (its `ctx.elicit` and kin ask
+   * through the pass). Resolves with its value, or with the `input_required` result that asks
+   * for what the pass still needs.
    */
-  async run<T> (
-    fn: (pass: ReplayPass) => Promise<T>,
-    call: { method: string, params: JsonObject, principal: string | null, restored: RestoredState | undefined, log: FastifyBaseLogger, label: string }
-  ): Promise<{ complete: T } | InputRequiredResult> {
-    const round = call.restored === undefined ? 0 : call.restored.round
-    const responses = call.params.inputResponses as JsonObject | undefined
-    const pass = new ReplayPass(call.restored?.ledger ?? [], responses)
-    const outcome = await pass.run(() => fn(pass))
-    if (call.log.level === 'debug' || call.log.level === 'trace') {
+  async run<T> (ctx: Interactive, label: string, fn: () => T | PromiseLike<T>): Promise<{ complete: T } | InputRequiredResult> {
+    const restored = ctx.restored
+    const round = restored === undefined ? 0 : restored.round
+    const pass = new ReplayPass(restored === undefined ? [] : restored.ledger, ctx.params.inputResponses as JsonObject | undefined)
+    ctx.pass = pass
+    const outcome = await pass.run(fn)
+    const log = ctx.request.log
+    if (log.level === 'debug' || log.level === 'trace') {
       const counts = pass.counts
-      call.log.debug({ mcp: { handler: call.label, round: round + 1, answered: counts.answered, pending: counts.pending } }, 'mocapi replay pass')
+      log.debug({ mcp: { handler: label, round: round + 1, answered: counts.answered, pending: counts.pending } }, 'mocapi replay pass')
     }
     if (outcome.kind === 'complete') return { complete: outcome.value }
     if (round >= this.#maxRounds) {
-      throw invalidParams(`${call.label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
+      throw invalidParams(`${label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
     }
     const requestState = this.#codec.encode({
-      method: call.method,
-      originalParams: originalParamsOf(call.params),
+      method: ctx.method,
+      originalParams: originalParamsOf(ctx.params),
       inputResponses: outcome.ledger,
-      principal: call.principal,
+      principal: ctx.principal,
       round: round + 1,
     })
     return { resultType: 'input_required', inputRequests: outcome.inputRequests, requestState }
