@@ -4,25 +4,31 @@
  */
 import { RequestStateCodec, ephemeralKey } from '../lib/mrtr/codec.js'
 import type { RequestStatePayload } from '../lib/mrtr/codec.js'
+import { fingerprint } from '../lib/mrtr/engine.js'
+import { originalParamsOf } from '../lib/mrtr/replay.js'
 
 const ITERATIONS = Number(process.env.ITERATIONS ?? 100_000)
 const ROUNDS = Number(process.env.ROUNDS ?? 5)
 
+// A token as the replay engine mints it for the fourth round of a tool call, after three
+// answers: originalParams without _meta (originalParamsOf drops it), fingerprints as the engine
+// takes them. The params carry a _meta, as real requests do.
+const params = {
+  name: 'book_trip',
+  arguments: { from: 'CDG', to: 'JFK', date: '2026-09-14', passengers: 2 },
+  _meta: { progressToken: 'p-42' },
+}
+const answers = [
+  { key: 'seat', question: 'Which seat?', r: { action: 'accept', content: { seat: '12A' } } },
+  { key: 'meal', question: 'Which meal?', r: { action: 'accept', content: { meal: 'vegetarian' } } },
+  { key: 'confirm', question: 'Book it?', r: { action: 'accept', content: { confirm: true } } },
+]
 const payload: RequestStatePayload = {
   method: 'tools/call',
-  originalParams: {
-    name: 'book_trip',
-    arguments: { from: 'CDG', to: 'JFK', date: '2026-09-14', passengers: 2 },
-    _meta: { progressToken: 'p-42' },
-  },
-  inputResponses: [
-    { k: 'seat', f: 'Zk1xR2h3b2VqT3N1cU5wV0l0YkZxT2Rk', r: { action: 'accept', content: { seat: '12A' } } },
-    { k: 'meal', f: 'cTNuVnB6Wm1hX0tXbGd4dUhMeG9yT0Zz', r: { action: 'accept', content: { meal: 'vegetarian' } } },
-    { k: 'confirm', f: 'R0p6c2pZb1J3a1NfM0hYa2lxUmFfWmNt', r: { action: 'accept', content: { confirm: true } } },
-  ],
+  originalParams: originalParamsOf(params),
+  inputResponses: answers.map(({ key, question, r }) => ({ k: key, f: fingerprint(key, question), r })),
   issuedAt: Date.now(),
   principal: 'user-8c1f',
-  // As the replay engine mints it: the fourth round, after three answers.
   round: 3,
 }
 

@@ -11,6 +11,11 @@
  * req/s the table gives requests per second of server CPU, which other load on the machine
  * disturbs far less; on an idle machine, with the server at a full core, the two agree.
  *
+ * The flow is also run against the bare route plus mocapi's requestState codec alone (seal a
+ * token on each first call, open it on each retry): the cost every stateless design pays, so
+ * its ratio is the ceiling for the flow's on this machine, and the gap to mocapi's is the rest
+ * of mocapi.
+ *
  * BENCH_SECONDS (10 by default) sets the length of a run.
  */
 import autocannon from 'autocannon'
@@ -23,6 +28,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = 16
 const MOCAPI_PORT = 3101
 const BARE_PORT = 3102
+const CODEC_PORT = 3103
 const serverScript = fileURLToPath(new URL('./servers.js', import.meta.url))
 
 const headers = (name: string) => ({
@@ -118,7 +124,9 @@ const ask: Call = { name: 'book', params: { arguments: { to: 'Lisbon' } } }
 
 const mocapi = await start('mocapi', MOCAPI_PORT)
 let bare: Server | undefined
+let codecOnly: Server | undefined
 const rows: Array<{ label: string, plugin: Run[], bare: Run[] }> = []
+const codecRuns: Run[] = []
 try {
   // Check what mocapi answers before timing it: a benchmark of error replies would be worthless.
   const added = await post(MOCAPI_PORT, add)
@@ -141,10 +149,13 @@ try {
   // fresh every time; the bare route returns one of the same length).
   const bodies = { add: added.text, book: first.text, 'book:retry': retried.text }
   bare = await start('bare', BARE_PORT, { BARE_BODIES: JSON.stringify(bodies) })
-  for (const [call, expected] of [[add, added], [ask, first], [retry, retried]] as const) {
-    const got = await post(BARE_PORT, call)
-    if (got.text !== expected.text || got.status !== expected.status || got.contentType !== expected.contentType) {
-      fail(`the bare route answers ${got.status} ${got.contentType} ${got.text}\nwhere mocapi answers ${expected.status} ${expected.contentType} ${expected.text}`)
+  codecOnly = await start('codec', CODEC_PORT, { BARE_BODIES: JSON.stringify(bodies) })
+  for (const port of [BARE_PORT, CODEC_PORT]) {
+    for (const [call, expected] of [[add, added], [ask, first], [retry, retried]] as const) {
+      const got = await post(port, call)
+      if (got.text !== expected.text || got.status !== expected.status || got.contentType !== expected.contentType) {
+        fail(`port ${port} answers ${got.status} ${got.contentType} ${got.text}\nwhere mocapi answers ${expected.status} ${expected.contentType} ${expected.text}`)
+      }
     }
   }
 
@@ -152,15 +163,19 @@ try {
     await load(mocapi, calls) // warm-up passes, discarded
     await load(bare, calls)
     const row = { label, plugin: [] as Run[], bare: [] as Run[] }
+    const flow = calls.length > 1
+    if (flow) await load(codecOnly, calls)
     for (let round = 0; round < ROUNDS; round++) {
       row.plugin.push(await load(mocapi, calls))
       row.bare.push(await load(bare, calls))
+      if (flow) codecRuns.push(await load(codecOnly, calls))
     }
     rows.push(row)
   }
 } finally {
   mocapi.child.kill()
   bare?.child.kill()
+  codecOnly?.child.kill()
 }
 
 const median = (values: number[]): number => {
@@ -181,12 +196,20 @@ for (const { label, plugin, bare } of rows) {
   const bc = median(bare.map(perCpu))
   console.log(`${label.padEnd(18)}${p.toFixed(0).padStart(13)}${b.toFixed(0).padStart(13)}${(p / b).toFixed(2).padStart(7)} x${pc.toFixed(0).padStart(30)}${bc.toFixed(0).padStart(8)}${(pc / bc).toFixed(2).padStart(7)} x`)
 }
+{
+  // The bare route plus only the token work: what any stateless AES-GCM design pays, and so
+  // the ceiling of the flow ratio on this machine.
+  const flowBare = median(rows[1].bare.map((r) => r.rps))
+  const c = median(codecRuns.map((r) => r.rps))
+  console.log(`${'  bare + codec only'.padEnd(18)}${''.padStart(13)}${c.toFixed(0).padStart(13)}${(c / flowBare).toFixed(2).padStart(7)} x of bare: the same flow with only requestState seal and open added`)
+}
 console.log('\nruns (req/s), and CPU % of one core as server/load generator/everything else:')
 for (const { label, plugin, bare } of rows) {
   console.log(`${label.padEnd(20)}mocapi ${plugin.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(plugin)}`)
   console.log(`${''.padEnd(20)}bare   ${bare.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(bare)}`)
 }
-const all = rows.flatMap((r) => [...r.plugin, ...r.bare])
+console.log(`${'one-question flow'.padEnd(20)}codec  ${codecRuns.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(codecRuns)}`)
+const all = [...rows.flatMap((r) => [...r.plugin, ...r.bare]), ...codecRuns]
 if (all.some((r) => r.other > 10)) {
   console.log('\nwarning: other processes used over 10% of a core during some runs: their req/s are low, trust the per-CPU figures more')
 }

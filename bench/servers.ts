@@ -2,10 +2,14 @@
  * The servers the HTTP benchmark drives, one per process: `node servers.js <kind> <port>`
  * (to profile: `node --cpu-prof dist/bench/servers.js mocapi 3101`, load it, then Ctrl-C).
  * `bare` is a plain Fastify route that answers the same JSON bodies mocapi sends, so the ratio
- * shows what mocapi adds on top of Fastify itself.
+ * shows what mocapi adds on top of Fastify itself. `codec` is the bare route plus only the
+ * requestState work any stateless design must do: it seals a token for each first call and
+ * opens the token of each retry, with mocapi's codec, and answers the same bodies.
  */
 import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
+import { RequestStateCodec, parseKeys } from '../lib/mrtr/codec.js'
+import { fingerprint } from '../lib/mrtr/engine.js'
 
 export const KEY = Buffer.alloc(32, 7).toString('base64')
 const [kind, portText] = process.argv.slice(2)
@@ -29,9 +33,22 @@ if (kind === 'mocapi') {
   // mocapi's response bodies, and the route rebuilds and serialises each like any JSON route.
   const bodies = JSON.parse(process.env.BARE_BODIES ?? '{}') as Record<string, string>
   const results = Object.fromEntries(Object.entries(bodies).map(([key, text]) => [key, JSON.parse(text).result]))
+  const codec = kind === 'codec' ? new RequestStateCodec({ keys: parseKeys([KEY]), ttl: 3_600_000 }) : undefined
   app.post('/mcp', async (request) => {
-    const body = request.body as { id: number, params: { name: string, requestState?: string } }
-    const key = body.params.requestState === undefined ? body.params.name : `${body.params.name}:retry`
+    const body = request.body as { id: number, method: string, params: { name: string, arguments?: object, requestState?: string } }
+    const token = body.params.requestState
+    if (codec !== undefined && body.params.name === 'book') {
+      if (token === undefined) {
+        codec.encode({
+          method: body.method,
+          originalParams: { name: body.params.name, arguments: body.params.arguments },
+          inputResponses: [{ k: 'elicit-1', f: fingerprint('elicit-1', 'Book a flight?') }],
+          principal: null,
+          round: 1,
+        })
+      } else codec.decode(token)
+    }
+    const key = token === undefined ? body.params.name : `${body.params.name}:retry`
     return { jsonrpc: '2.0', id: body.id, result: results[key] }
   })
 }
