@@ -12,9 +12,9 @@
  * disturbs far less; on an idle machine, with the server at a full core, the two agree.
  *
  * The flow is also run against the bare route plus mocapi's requestState codec alone (seal a
- * token on each first call, open it on each retry): the cost every stateless design pays, so
- * its ratio is the ceiling for the flow's on this machine, and the gap to mocapi's is the rest
- * of mocapi.
+ * token on each first call, one setImmediate later as the engine does, and open it on each
+ * retry): the cost every stateless design pays, so its ratio is the ceiling for the flow's on
+ * this machine, and the gap to mocapi's is the rest of mocapi.
  *
  * BENCH_SECONDS (10 by default) sets the length of a run.
  */
@@ -198,7 +198,7 @@ for (const { label, plugin, bare } of rows) {
 }
 {
   // The bare route plus only the token work: what any stateless AES-GCM design pays, and so
-  // the ceiling of the flow ratio on this machine.
+  // the ceiling of the flow ratio on this machine; the gap to mocapi is the rest of mocapi.
   const flowBare = median(rows[1].bare.map((r) => r.rps))
   const c = median(codecRuns.map((r) => r.rps))
   console.log(`${'  bare + codec only'.padEnd(18)}${''.padStart(13)}${c.toFixed(0).padStart(13)}${(c / flowBare).toFixed(2).padStart(7)} x of bare: the same flow with only requestState seal and open added`)
