@@ -249,8 +249,13 @@ interface Kept {
   readonly kind: string
   readonly choices: ReadonlyArray<string | Choice> | undefined
   readonly options: readonly Plain[]
+  /** No option was set: a call without options matches without reading each one. */
+  readonly bare: boolean
   readonly builder: Builder
 }
+
+/** What a call without options reads: nothing. */
+const NO_OPTIONS: AnyOptions = Object.freeze({})
 
 /** A copy of a plain value, or undefined when it is not plain (such a call is not kept). */
 function plainCopy (value: unknown): { value: Plain } | undefined {
@@ -322,27 +327,27 @@ class Builder {
     return this.schema
   }
 
-  string (name: string, opts: AnyOptions = {}): Builder {
+  string (name: string, opts: AnyOptions = NO_OPTIONS): Builder {
     return this.#kept('string', name, undefined, opts, STRING_OPTIONS) ?? this.#keep('string', name, undefined, opts, STRING_OPTIONS, this.#string(name, opts))
   }
 
-  number (name: string, opts: AnyOptions = {}): Builder {
+  number (name: string, opts: AnyOptions = NO_OPTIONS): Builder {
     return this.#kept('number', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('number', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('number', name, opts))
   }
 
-  integer (name: string, opts: AnyOptions = {}): Builder {
+  integer (name: string, opts: AnyOptions = NO_OPTIONS): Builder {
     return this.#kept('integer', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('integer', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('integer', name, opts))
   }
 
-  boolean (name: string, opts: AnyOptions = {}): Builder {
+  boolean (name: string, opts: AnyOptions = NO_OPTIONS): Builder {
     return this.#kept('boolean', name, undefined, opts, BOOLEAN_OPTIONS) ?? this.#keep('boolean', name, undefined, opts, BOOLEAN_OPTIONS, this.#boolean(name, opts))
   }
 
-  choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+  choose (name: string, choices: Choices, opts: AnyOptions = NO_OPTIONS): Builder {
     return this.#kept('choose', name, choices, opts, CHOOSE_OPTIONS) ?? this.#keep('choose', name, choices, opts, CHOOSE_OPTIONS, this.#choose(name, choices, opts))
   }
 
-  chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+  chooseMany (name: string, choices: Choices, opts: AnyOptions = NO_OPTIONS): Builder {
     return this.#kept('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS) ?? this.#keep('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS, this.#chooseMany(name, choices, opts))
   }
 
@@ -350,8 +355,13 @@ class Builder {
   #kept (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[]): Builder | undefined {
     const calls = this.#children?.get(name)
     if (calls === undefined || typeof opts !== 'object' || opts === null) return undefined
+    const none = opts === NO_OPTIONS
     for (const call of calls) {
       if (call.kind !== kind || !sameChoices(call.choices, choices)) continue
+      if (none) {
+        if (call.bare) return call.builder
+        continue
+      }
       let same = true
       for (let i = 0; i < options.length && same; i++) same = samePlain(call.options[i], opts[options[i]])
       if (same) return call.builder
@@ -374,7 +384,7 @@ class Builder {
       : (choices as Choices).map((c: string | Choice) => typeof c === 'string' ? c : { value: c.value, title: c.title })
     this.#children ??= new Map()
     const calls = this.#children.get(name)
-    const call = { kind, choices: kept, options: values, builder }
+    const call = { kind, choices: kept, options: values, bare: values.every((v) => v === undefined), builder }
     if (calls === undefined) this.#children.set(name, [call])
     else if (calls.length < MAX_PER_NAME) calls.push(call)
     else return builder

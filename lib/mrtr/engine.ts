@@ -22,6 +22,21 @@ export function questionOf (request: InputRequest): Question {
   return { text: JSON.stringify(request), build: () => request }
 }
 
+// Default keys (`elicit-1`, …) made once: a key built per call is a fresh string, which every
+// lookup by it (in inputResponses, in the ledger) first has to hash.
+const defaultKeys = new Map<string, string[]>()
+const MAX_DEFAULT_KEYS = 64
+
+function defaultKey (prefix: string, ordinal: number): string {
+  if (ordinal >= MAX_DEFAULT_KEYS) return `${prefix}-${ordinal + 1}`
+  let keys = defaultKeys.get(prefix)
+  if (keys === undefined) {
+    keys = []
+    defaultKeys.set(prefix, keys)
+  }
+  return (keys[ordinal] ??= `${prefix}-${ordinal + 1}`)
+}
+
 /** How one pass of a handler ended. */
 export type PassOutcome<T> =
   | { kind: 'complete', value: T }
@@ -104,7 +119,7 @@ export class ReplayPass {
     if (this.#closed) return never()
     const ordinal = this.#ordinal
     const ledger = this.#ledger
-    key ??= `${prefix}-${ordinal + 1}`
+    key ??= defaultKey(prefix, ordinal)
     // Every ordinal before this one has its slot, under the key it was asked with in this pass.
     for (let i = 0; i < ordinal; i++) {
       if (ledger[i].k === key) return Promise.reject(new TypeError(`Input key "${key}" is used twice in one request: keys must be unique`))

@@ -127,6 +127,23 @@ t.test('concurrent elicits are asked together, with stable keys', async (t) => {
   t.same(retry.body.result.content, [{ type: 'text', text: 'Ada <ada@example.com>' }])
 })
 
+t.test('many concurrent elicits get ordinal keys, all asked in one round and all answered by key', async (t) => {
+  const count = 70
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'survey' }, async (_args, ctx) => {
+      const answers = await Promise.all(Array.from({ length: count }, (_, i) => ctx.elicit(`Question ${i + 1}?`, requestedSchema().integer('n'))))
+      return answers.map((a) => a.action === 'accept' ? a.content.n : 0).join(',')
+    })
+  })
+  const first = await call(app, 'tools/call', { name: 'survey' })
+  const keys = Array.from({ length: count }, (_, i) => `elicit-${i + 1}`)
+  t.same(Object.keys(first.body.result.inputRequests), keys)
+  t.equal(first.body.result.inputRequests['elicit-70'].params.message, 'Question 70?')
+  const inputResponses = Object.fromEntries(keys.map((key, i) => [key, { action: 'accept', content: { n: i + 1 } }]))
+  const done = await call(app, 'tools/call', { name: 'survey', requestState: first.body.result.requestState, inputResponses })
+  t.same(done.body.result.content, [{ type: 'text', text: keys.map((_, i) => i + 1).join(',') }])
+})
+
 t.test('a broad try/catch around ctx.elicit cannot swallow the yield', async (t) => {
   let caught = 0
   const app = await build(t, {}, (app) => {
