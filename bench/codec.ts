@@ -26,7 +26,7 @@ const answers = [
 const payload: RequestStatePayload = {
   method: 'tools/call',
   originalParams: originalParamsOf(params),
-  inputResponses: answers.map(({ key, question, r }) => ({ k: key, f: fingerprint(key, question), r })),
+  inputResponses: answers.map(({ key, question, r }) => ({ k: key, f: fingerprint(key, { tag: 'schema', text: question }), r })),
   issuedAt: Date.now(),
   principal: 'user-8c1f',
   round: 3,

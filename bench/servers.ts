@@ -45,7 +45,7 @@ if (kind === 'mocapi') {
         codec.encode({
           method: body.method,
           originalParams: { name: body.params.name, arguments: body.params.arguments },
-          inputResponses: [{ k: 'elicit-1', f: fingerprint('elicit-1', 'Book a flight?') }],
+          inputResponses: [{ k: 'elicit-1', f: fingerprint('elicit-1', { tag: 'schema', text: 'Book a flight?' }) }],
           principal: null,
           round: 1,
         })

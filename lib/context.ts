@@ -187,7 +187,8 @@ export class McpContext {
     // The schema's digest stands for the schema: the rendered object is only needed when sent.
     const info = schemaInfo(schema)
     const question: Question = {
-      text: `form ${info.digest} ${message}`,
+      tag: info.digest,
+      text: message,
       build: () => ({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: schema.schema as unknown as JsonObject } }),
     }
     return this.#ask(question, options.key, 'elicit', (value) => validateElicitResult(value, validatorFor(schema, info)),

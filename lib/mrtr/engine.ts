@@ -12,14 +12,15 @@ export type AnswerCheck = (value: unknown) => { ok: true, value: unknown } | { o
  * finds the answer in the ledger never needs it).
  */
 export interface Question {
-  /** Identifies the request: equal texts for equal requests, different ones otherwise. */
+  /** With `text`, identifies the request: equal for equal requests, different otherwise. */
+  readonly tag: string
   readonly text: string
   build (): InputRequest
 }
 
 /** A question whose wire request is already made: its text is the request's JSON. */
 export function questionOf (request: InputRequest): Question {
-  return { text: JSON.stringify(request), build: () => request }
+  return { tag: 'json', text: JSON.stringify(request), build: () => request }
 }
 
 // Default keys (`elicit-1`, …) made once: a key built per call is a fresh string, which every
@@ -51,12 +52,12 @@ function never (): Promise<never> {
 }
 
 /**
- * The fingerprint kept in a ledger slot: a digest of the input key and the question's text. It
- * only has to tell a handler that asks something else on replay (the token itself is
+ * The fingerprint kept in a ledger slot: a digest of the input key and the question. It only
+ * has to tell a handler that asks something else on replay (the token itself is
  * authenticated), so a fast 53-bit digest will do.
  */
-export function fingerprint (key: string, question: string): string {
-  return digest(key, question)
+export function fingerprint (key: string, question: Pick<Question, 'tag' | 'text'>): string {
+  return digest(key, question.tag, question.text)
 }
 
 /**
@@ -127,7 +128,7 @@ export class ReplayPass {
     this.#ordinal++
 
     const slot = ledger[ordinal] as LedgerEntry | undefined
-    const print = fingerprint(key, question.text)
+    const print = fingerprint(key, question)
     if (slot !== undefined) {
       if (slot.f !== print) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1))
       if ('r' in slot) return Promise.resolve(slot.r)
