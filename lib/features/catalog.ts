@@ -26,7 +26,8 @@ export async function allowed (entry: Entry<unknown>, ctx: McpContext): Promise<
 
 /**
  * Registered items of one kind, keyed by name or URI, in registration order. Lists are
- * computed once per change, unless an item has an access check: then per caller.
+ * computed once per change, unless an item has an access check: then per caller. Tools and
+ * prompts extend it; resources keep two, one for resources and one for templates.
  */
 export class Catalog<L, E extends Entry<L>> {
   readonly #entries = new Map<string, E>()
@@ -57,7 +58,8 @@ export class Catalog<L, E extends Entry<L>> {
     return this.#entries.values()
   }
 
-  add (key: string, entry: E): void {
+  /** Stores a checked item; a kind's own `add` checks the definition first. */
+  put (key: string, entry: E): void {
     this.#entries.set(key, entry)
     if (entry.canAccess !== undefined) this.#guarded++
     this.#listed = undefined

@@ -63,24 +63,13 @@ function isMessages (value: unknown): value is PromptMessage[] {
 }
 
 /** The prompts of one server: registration, `prompts/list` and `prompts/get`. */
-export class Prompts {
-  readonly #prompts = new Catalog<PromptDefinition, Prompt>()
-
-  get size (): number {
-    return this.#prompts.size
-  }
-
-  /** True when some prompt has an access check, so `prompts/list` varies by caller. */
-  get varies (): boolean {
-    return this.#prompts.varies
-  }
-
+export class Prompts extends Catalog<PromptDefinition, Prompt> {
   /** Registers a prompt; throws a TypeError naming the bad field. */
   add (definition: PromptDefinition, handler: PromptHandler): void {
     if (!isPlainObject(definition)) throw new TypeError('mocapi: a prompt definition must be an object')
     const name = definition.name
     if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: prompt name must be a non-empty string, got ${JSON.stringify(name)}`)
-    this.#prompts.checkNew(name, `prompt "${name}"`, definition, PROMPT_FIELDS, handler)
+    this.checkNew(name, `prompt "${name}"`, definition, PROMPT_FIELDS, handler)
     const args = definition.arguments ?? []
     if (!Array.isArray(args)) throw new TypeError(`mocapi: prompt "${name}" arguments must be an array`)
     const known = new Set<string>()
@@ -95,7 +84,7 @@ export class Prompts {
       if (completer !== undefined) completers.set(arg.name, completer)
       return listedForm(arg)
     })
-    this.#prompts.add(name, {
+    this.put(name, {
       listed: listedForm(definition.arguments === undefined ? definition : { ...definition, arguments: listedArgs }),
       canAccess: accessCheck(definition.canAccess, `prompt "${name}"`),
       handler: handler as PromptHandler,
@@ -105,24 +94,9 @@ export class Prompts {
     })
   }
 
-  /** Removes a prompt; true when it was registered. */
-  remove (name: string): boolean {
-    return this.#prompts.remove(name)
-  }
-
-  /** The definitions, in registration order. */
-  list (): PromptDefinition[] {
-    return this.#prompts.list()
-  }
-
-  /** The definitions `ctx`'s caller may see. */
-  visible (ctx: McpContext): Promise<PromptDefinition[]> {
-    return this.#prompts.visible(ctx)
-  }
-
   /** The completer of one argument, when the caller may see the prompt; -32602 otherwise. */
   async completer (name: string, argument: string, ctx: McpContext): Promise<Completer | undefined> {
-    const prompt = await this.#prompts.find(name, ctx)
+    const prompt = await this.find(name, ctx)
     if (prompt === undefined) throw invalidParams(`Unknown prompt: ${name}`)
     return prompt.completers.get(argument)
   }
@@ -130,7 +104,7 @@ export class Prompts {
   /** Runs `prompts/get` through the replay engine. */
   async get (ctx: McpContext, engine: ReplayEngine): Promise<GetPromptResult | InputRequiredResult> {
     const name = ctx.params.name as string
-    const prompt = await this.#prompts.find(name, ctx)
+    const prompt = await this.find(name, ctx)
     if (prompt === undefined) throw invalidParams(`Unknown prompt: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
     for (const [key, value] of Object.entries(args)) {

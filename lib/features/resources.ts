@@ -125,7 +125,7 @@ export class Resources {
     if (typeof uri !== 'string' || !URL.canParse(uri)) throw new TypeError(`mocapi: resource uri must be an absolute URI, got ${JSON.stringify(uri)}`)
     if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: resource "${uri}" needs a non-empty name`)
     this.#resources.checkNew(uri, `resource "${uri}"`, definition, RESOURCE_FIELDS, handler)
-    this.#resources.add(uri, {
+    this.#resources.put(uri, {
       listed: listedForm(definition),
       canAccess: accessCheck(definition.canAccess, `resource "${uri}"`),
       handler,
@@ -150,7 +150,7 @@ export class Resources {
       if (!variables.includes(variable)) throw new TypeError(`mocapi: ${where} complete names "${variable}", which is not one of its variables`)
       completers.set(variable, toCompleter(source, `${where} complete.${variable}`)!)
     }
-    this.#templates.add(uriTemplate, {
+    this.#templates.put(uriTemplate, {
       listed: listedForm(definition),
       canAccess: accessCheck(definition.canAccess, where),
       handler,

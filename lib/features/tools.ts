@@ -52,18 +52,7 @@ function isContent (value: unknown): value is ContentBlock[] {
 }
 
 /** The tools of one server: registration, `tools/list` and `tools/call`. */
-export class Tools {
-  readonly #tools = new Catalog<ToolDefinition, Tool>()
-
-  get size (): number {
-    return this.#tools.size
-  }
-
-  /** True when some tool has an access check, so `tools/list` varies by caller. */
-  get varies (): boolean {
-    return this.#tools.varies
-  }
-
+export class Tools extends Catalog<ToolDefinition, Tool> {
   /** Registers a tool; throws a TypeError naming the bad field. Schemas compile here, once. */
   add (definition: ToolDefinition, handler: ToolHandler): void {
     if (!isPlainObject(definition)) throw new TypeError('mocapi: a tool definition must be an object')
@@ -71,7 +60,7 @@ export class Tools {
     if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
       throw new TypeError(`mocapi: tool name must be 1-128 characters without spaces or control characters, got ${JSON.stringify(name)}`)
     }
-    this.#tools.checkNew(name, `tool "${name}"`, definition, KNOWN_FIELDS, handler)
+    this.checkNew(name, `tool "${name}"`, definition, KNOWN_FIELDS, handler)
     const inputSchema = definition.inputSchema ?? NO_ARGUMENTS
     if (!isPlainObject(inputSchema) || inputSchema.type !== 'object') {
       throw new TypeError(`mocapi: tool "${name}" inputSchema must be an object schema with type: 'object'`)
@@ -80,7 +69,7 @@ export class Tools {
     if (outputSchema !== undefined && !isPlainObject(outputSchema)) {
       throw new TypeError(`mocapi: tool "${name}" outputSchema must be a JSON Schema object`)
     }
-    this.#tools.add(name, {
+    this.put(name, {
       listed: listedForm({ ...definition, inputSchema }),
       canAccess: accessCheck(definition.canAccess, `tool "${name}"`),
       handler: handler as ToolHandler,
@@ -89,25 +78,10 @@ export class Tools {
     })
   }
 
-  /** Removes a tool; true when it was registered. */
-  remove (name: string): boolean {
-    return this.#tools.remove(name)
-  }
-
-  /** The definitions, in registration order (the order `tools/list` uses). */
-  list (): ToolDefinition[] {
-    return this.#tools.list()
-  }
-
-  /** The definitions `ctx`'s caller may see. */
-  visible (ctx: McpContext): Promise<ToolDefinition[]> {
-    return this.#tools.visible(ctx)
-  }
-
   /** Runs `tools/call` through the replay engine. */
   async call (ctx: McpContext, engine: ReplayEngine): Promise<CallToolResult | InputRequiredResult> {
     const name = ctx.params.name as string
-    let tool = this.#tools.find(name, ctx)
+    let tool = this.find(name, ctx)
     if (tool instanceof Promise) tool = await tool
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
