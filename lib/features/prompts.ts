@@ -50,6 +50,8 @@ export type PromptHandler<Args = Record<string, string>> =
 
 interface Prompt extends Entry<PromptDefinition> {
   handler: PromptHandler
+  /** How logs and errors name it, made once: `prompt <name>`. */
+  label: string
   required: string[]
   known: Set<string>
   completers: Map<string, Completer>
@@ -88,6 +90,7 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
       listed: listedForm(definition.arguments === undefined ? definition : { ...definition, arguments: listedArgs }),
       canAccess: accessCheck(definition.canAccess, `prompt "${name}"`),
       handler: handler as PromptHandler,
+      label: `prompt ${name}`,
       required: args.filter((arg) => arg.required === true).map((arg) => arg.name),
       known,
       completers,
@@ -114,7 +117,7 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     for (const key of prompt.required) {
       if (args[key] === undefined) throw invalidParams(`Missing required argument "${key}" for prompt ${name}`)
     }
-    const outcome = await engine.run(ctx, `prompt ${name}`, () => prompt.handler(args as Record<string, string>, ctx))
+    const outcome = await engine.run(ctx, prompt.label, () => prompt.handler(args as Record<string, string>, ctx))
     if (!('complete' in outcome)) return outcome
     const value = outcome.complete
     if (typeof value === 'string') return { messages: [{ role: 'user', content: { type: 'text', text: value } }] }

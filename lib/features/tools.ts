@@ -34,6 +34,8 @@ export type ToolHandler<Args = Record<string, any>> = (args: Args, ctx: McpConte
 
 interface Tool extends Entry<ToolDefinition> {
   handler: ToolHandler
+  /** How logs and errors name it, made once: `tool <name>`. */
+  label: string
   validateInput: ValidateFunction
   validateOutput: ValidateFunction | undefined
 }
@@ -73,6 +75,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
       listed: listedForm({ ...definition, inputSchema }),
       canAccess: accessCheck(definition.canAccess, `tool "${name}"`),
       handler: handler as ToolHandler,
+      label: `tool ${name}`,
       validateInput: compileSchema(inputSchema, `tool "${name}" inputSchema`),
       validateOutput: outputSchema === undefined ? undefined : compileSchema(outputSchema, `tool "${name}" outputSchema`),
     })
@@ -88,7 +91,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
     let outcome
     try {
-      outcome = await engine.run(ctx, `tool ${name}`, () => tool.handler(args, ctx))
+      outcome = await engine.run(ctx, tool.label, () => tool.handler(args, ctx))
     } catch (error) {
       if (error instanceof McpError) throw error
       ctx.request.log.debug({ err: error }, 'mocapi tool handler threw')
