@@ -2,10 +2,12 @@
  * Hand-run benchmark of the requestState codec against plain JSON stringify + parse
  * of the same payload: `npm run bench:codec` (or, built, `node dist/bench/codec.js`).
  */
-import { RequestStateCodec, ephemeralKey } from '../lib/mrtr/codec.js'
+import { RequestStateCodec } from '../lib/mrtr/codec.js'
 import type { RequestStatePayload } from '../lib/mrtr/codec.js'
-import { fingerprint } from '../lib/mrtr/engine.js'
-import { originalParamsOf } from '../lib/mrtr/replay.js'
+import { originalParamsOf } from '../lib/mrtr/engine.js'
+import { digest, fingerprint } from '../lib/mrtr/fingerprint.js'
+import { ephemeralKey } from '../lib/mrtr/keys.js'
+import { KeyRing } from '../lib/mrtr/seal.js'
 
 const ITERATIONS = Number(process.env.ITERATIONS ?? 100_000)
 const ROUNDS = Number(process.env.ROUNDS ?? 5)
@@ -26,13 +28,17 @@ const answers = [
 const payload: RequestStatePayload = {
   method: 'tools/call',
   originalParams: originalParamsOf(params),
-  inputResponses: answers.map(({ key, question, r }) => ({ k: key, f: fingerprint(key, { tag: 'schema', text: question }), r })),
+  ledger: answers.map(({ key, question, r }) => ({
+    k: key,
+    f: fingerprint({ kind: 'elicit', shape: digest('elicit', `{"schema":"${key}"}`), text: question, build: () => ({ method: 'elicitation/create', params: {} }) }),
+    r,
+  })),
   issuedAt: Date.now(),
   principal: 'user-8c1f',
   round: 3,
 }
 
-const codec = new RequestStateCodec({ keys: [ephemeralKey()], ttl: 600_000 })
+const codec = new RequestStateCodec({ ring: new KeyRing([ephemeralKey()]), ttl: 600_000 })
 const token = codec.encode(payload)
 const json = JSON.stringify(payload)
 

@@ -10,10 +10,15 @@
  */
 import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
-import { RequestStateCodec, parseKeys } from '../lib/mrtr/codec.js'
-import { fingerprint } from '../lib/mrtr/engine.js'
+import { createHash } from 'node:crypto'
+import { RequestStateCodec } from '../lib/mrtr/codec.js'
+import { fingerprint } from '../lib/mrtr/fingerprint.js'
+import { parseKeys } from '../lib/mrtr/keys.js'
+import { KeyRing } from '../lib/mrtr/seal.js'
 
-export const KEY = Buffer.alloc(32, 7).toString('base64')
+// The same key on every run, so tokens made by one server process open in another.
+export const KEY = createHash('sha256').update('mocapi bench key').digest('base64')
+const bookQuestion = { kind: 'elicit' as const, shape: 'x'.repeat(22), text: 'Book a flight?', build: () => ({ method: 'elicitation/create' as const, params: {} }) }
 const [kind, portText] = process.argv.slice(2)
 
 const app = Fastify({ logger: false })
@@ -35,7 +40,7 @@ if (kind === 'mocapi') {
   // mocapi's response bodies, and the route rebuilds and serialises each like any JSON route.
   const bodies = JSON.parse(process.env.BARE_BODIES ?? '{}') as Record<string, string>
   const results = Object.fromEntries(Object.entries(bodies).map(([key, text]) => [key, JSON.parse(text).result]))
-  const codec = kind === 'codec' ? new RequestStateCodec({ keys: parseKeys([KEY]), ttl: 3_600_000 }) : undefined
+  const codec = kind === 'codec' ? new RequestStateCodec({ ring: new KeyRing(parseKeys([KEY])), ttl: 3_600_000 }) : undefined
   app.post('/mcp', async (request) => {
     const body = request.body as { id: number, method: string, params: { name: string, arguments?: object, requestState?: string } }
     const token = body.params.requestState
@@ -45,7 +50,7 @@ if (kind === 'mocapi') {
         codec.encode({
           method: body.method,
           originalParams: { name: body.params.name, arguments: body.params.arguments },
-          inputResponses: [{ k: 'elicit-1', f: fingerprint('elicit-1', { tag: 'schema', text: 'Book a flight?' }) }],
+          ledger: [{ k: 'elicit-1', f: fingerprint(bookQuestion) }],
           principal: null,
           round: 1,
         })

@@ -3,7 +3,7 @@
  * `PORT=4711 npm run conformance:server` listens on http://127.0.0.1:$PORT/mcp.
  */
 import Fastify from 'fastify'
-import mocapi, { McpError, requestedSchema, type McpContext } from '../lib/index.js'
+import mocapi, { McpError, requestedSchema, type McpContext, type ToolReturn } from '../lib/index.js'
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
 const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
@@ -13,7 +13,7 @@ export async function conformanceServer (logLevel = 'warn') {
   const app = Fastify({ logger: { level: logLevel } })
   await app.register(mocapi, { serverInfo: { name: 'mocapi-conformance', version: '1.0.0' } })
   const mcp = app.mcp
-  const tool = (name: string, description: string, handler: (args: any, ctx: McpContext) => unknown) =>
+  const tool = (name: string, description: string, handler: (args: any, ctx: McpContext) => ToolReturn | Promise<ToolReturn>) =>
     mcp.tool({ name, description, inputSchema: NO_ARGS }, handler)
 
   tool('test_simple_text', 'Returns one text block', () => 'This is a simple text response for testing.')

@@ -1,19 +1,45 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
-import type { RequestedSchemaBuilder } from './elicitation/schema.js'
-import { schemaInfo, validateElicitResult, validatorFor, type ElicitAnswer } from './elicitation/validate.js'
-import { questionOf, type Question, type ReplayPass } from './mrtr/engine.js'
-import type { MethodSpec } from './protocol/dispatch.js'
-import type { RestoredState } from './mrtr/replay.js'
+import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type ElicitAnswer, type FormAnswers, type ResponseCheck } from './elicitation/answers.js'
+import { schemaDigest, type RequestedSchemaBuilder } from './elicitation/schema.js'
+import { InvalidArgumentError } from './errors.js'
+import { digest, type Question } from './mrtr/fingerprint.js'
 import {
-  LOGGING_LEVELS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, isPlainObject,
-  type ClientCapabilities, type Implementation, type JsonObject, type LoggingLevel, type RequestId, type RequestMeta,
+  LOGGING_LEVELS, isPlainObject,
+  type ClientCapabilities, type Implementation, type InputRequest, type JsonObject, type LoggingLevel, type RequestId, type RequestMeta,
 } from './protocol/wire.js'
 
 /** Where a context sends notifications: the request's reply stream. */
-export interface NotificationSink {
+export interface NotificationStream {
+  /** Sends one JSON-RPC message on the stream; false when it could not (the client left, the reply is done). */
   notify (message: object): boolean
+  /** Aborted when the client goes away, or the server shuts down, before the response is complete. */
   readonly signal: AbortSignal
 }
+
+/** What the client told the server about itself: in `_meta` of each request, or in its session. */
+export interface ClientState {
+  readonly protocolVersion: string
+  readonly capabilities: ClientCapabilities
+  readonly info: Implementation | undefined
+  /** The least severe log level the client wants, or undefined for none. */
+  readonly logLevel: LoggingLevel | undefined
+}
+
+/**
+ * Who is calling: `anonymous` (no credentials), `bound` (a principal to bind tokens to), or
+ * `unbound` (authenticated, but no principal could be derived: interactive rounds are refused).
+ */
+export type PrincipalState = 'anonymous' | 'bound' | 'unbound'
+
+/** Where input requests go: the pass the handler runs in, and the checks of form answers. */
+export interface AskTarget {
+  ask (question: Question, key: string | undefined, prefix: string, accept: ResponseCheck, missing: Record<string, unknown> | undefined): Promise<unknown>
+  readonly forms: FormAnswers
+  /** Aborted when the pass is over. */
+  readonly signal: AbortSignal
+}
+
+const ROOTS_SHAPE = digest('roots', '')
 
 /** A message of a sampling request or result. */
 export interface SamplingMessage {
@@ -60,29 +86,6 @@ export interface ElicitOptions {
   key?: string
 }
 
-const NO_ANSWER_CHECK = (value: unknown): { ok: true, value: unknown } | { ok: false, message: string } => {
-  if (!isPlainObject(value)) return { ok: false, message: 'result must be an object' }
-  const action = value.action
-  if (action === 'accept' || action === 'decline' || action === 'cancel') return { ok: true, value: { action } }
-  return { ok: false, message: 'result.action must be one of accept, decline, cancel' }
-}
-
-function checkSamplingResult (value: unknown): { ok: true, value: unknown } | { ok: false, message: string } {
-  if (!isPlainObject(value)) return { ok: false, message: 'result must be an object' }
-  if (value.role !== 'user' && value.role !== 'assistant') return { ok: false, message: 'result.role must be user or assistant' }
-  if (!isPlainObject(value.content) && !Array.isArray(value.content)) return { ok: false, message: 'result.content must be an object or an array' }
-  if (typeof value.model !== 'string') return { ok: false, message: 'result.model must be a string' }
-  return { ok: true, value }
-}
-
-function checkRootsResult (value: unknown): { ok: true, value: unknown } | { ok: false, message: string } {
-  const roots = isPlainObject(value) ? value.roots : undefined
-  if (!Array.isArray(roots) || !roots.every((root) => isPlainObject(root) && typeof root.uri === 'string')) {
-    return { ok: false, message: 'result.roots must be an array of { uri }' }
-  }
-  return { ok: true, value: roots }
-}
-
 function samplingMissing (caps: ClientCapabilities, params: CreateMessageParams): Record<string, unknown> | undefined {
   const sampling = caps.sampling
   if (!isPlainObject(sampling)) return { sampling: {} }
@@ -103,8 +106,15 @@ function urlMissing (caps: ClientCapabilities): Record<string, unknown> | undefi
   return isPlainObject(elicitation) && isPlainObject(elicitation.url) ? undefined : { elicitation: { url: {} } }
 }
 
+let bind: (ctx: McpContext, target: AskTarget | undefined) => void
+let stateOf: (ctx: McpContext) => PrincipalState
+let streamOfContext: (ctx: McpContext) => NotificationStream
+
 /**
  * The per-request MCP context: `request.mcp`, and the `ctx` every handler receives.
+ *
+ * It is made by mocapi for each request; its fields are read-only and its methods are the
+ * whole of its API.
  */
 export class McpContext {
   /** The Fastify request. */
@@ -117,51 +127,65 @@ export class McpContext {
   readonly params: JsonObject
   /** The authenticated caller bound into requestState tokens, or `null`. */
   readonly principal: string | null
-  /** @internal the ledger restored from a verified requestState */
-  readonly restored: RestoredState | undefined
-  /** @internal */
-  pass: ReplayPass | undefined
-  /** @internal the method's spec, found once by the preHandler */
-  spec: MethodSpec | undefined
-  /** @internal where notifications go: the reply stream */
-  readonly sink: NotificationSink
+  readonly #client: ClientState
+  readonly #principalState: PrincipalState
+  readonly #stream: NotificationStream
+  #target: AskTarget | undefined
+  #signal: AbortSignal | undefined
   #lastProgress = -Infinity
 
-  /** @internal */
-  constructor (request: FastifyRequest, envelope: { id: RequestId, method: string, params: JsonObject },
-    principal: string | null, restored: RestoredState | undefined, sink: NotificationSink) {
+  static {
+    bind = (ctx, target) => {
+      ctx.#target = target
+      ctx.#signal = undefined
+    }
+    stateOf = (ctx) => ctx.#principalState
+    streamOfContext = (ctx) => ctx.#stream
+  }
+
+  /** @internal made by mocapi's transport for each request */
+  constructor (request: FastifyRequest, message: { id: RequestId, method: string, params: JsonObject },
+    client: ClientState, principal: { value: string | null, state: PrincipalState }, stream: NotificationStream) {
     this.request = request
-    this.id = envelope.id
-    this.method = envelope.method
-    this.params = envelope.params
-    this.principal = principal
-    this.restored = restored
-    this.sink = sink
+    this.id = message.id
+    this.method = message.method
+    this.params = message.params
+    this.principal = principal.value
+    this.#principalState = principal.state
+    this.#client = client
+    this.#stream = stream
   }
 
   /** The request's `_meta`. */
   get meta (): RequestMeta {
-    return this.params._meta as RequestMeta
+    return (this.params._meta ?? {}) as RequestMeta
   }
 
   /** The protocol version the request was made with. */
   get protocolVersion (): string {
-    return this.meta[META_PROTOCOL_VERSION]
+    return this.#client.protocolVersion
   }
 
-  /** The capabilities the client declared on this request (never inferred from earlier requests). */
+  /** The capabilities the client declared: on this request (2026-07-28), or when its session began (2025). */
   get clientCapabilities (): ClientCapabilities {
-    return this.meta[META_CLIENT_CAPABILITIES]
+    return this.#client.capabilities
   }
 
   /** The client's name and version, when it sent them. */
   get clientInfo (): Implementation | undefined {
-    return this.meta[META_CLIENT_INFO]
+    return this.#client.info
   }
 
-  /** Aborted when the client goes away before the response is complete. */
+  /**
+   * Aborted when the client goes away before the response is complete, when the server shuts
+   * down, and, in a handler, when its pass is over: it completed, or it asked for input and the
+   * round was answered `input_required` (work the handler left running should stop then).
+   */
   get signal (): AbortSignal {
-    return this.sink.signal
+    const target = this.#target
+    if (target === undefined) return this.#stream.signal
+    this.#signal ??= AbortSignal.any([this.#stream.signal, target.signal])
+    return this.#signal
   }
 
   /** The request's pino logger. Answers, tokens and keys are never logged above debug. */
@@ -178,21 +202,23 @@ export class McpContext {
    * `requestState`. Code before the last `elicit()` therefore runs once per round: a handler
    * that charges a card and then asks for confirmation charges the card on every retry. Put
    * side effects after the last `elicit()`, or behind your own idempotency keys. A handler must
-   * make the same `elicit()` calls in the same order on every replay.
+   * make the same `elicit()` calls in the same order on every replay, with the same message:
+   * text that embeds live data (a price fetched each round) breaks the replay.
    *
    * Decline and cancel are values, not errors.
    */
   elicit<T extends object> (message: string, schema: RequestedSchemaBuilder<T>, options: ElicitOptions = {}): Promise<ElicitAnswer<T>> {
-    if (typeof message !== 'string') return Promise.reject(new TypeError(`ctx.elicit() needs a message string, got ${typeof message}`))
+    if (typeof message !== 'string') return Promise.reject(new InvalidArgumentError(`ctx.elicit() needs a message string, got ${typeof message}`))
+    const target = this.#target
+    if (target === undefined) return this.#outsideHandler()
     // The schema's digest stands for the schema: the rendered object is only needed when sent.
-    const info = schemaInfo(schema)
     const question: Question = {
-      tag: info.digest,
+      kind: 'elicit',
+      shape: schemaDigest(schema),
       text: message,
       build: () => ({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: schema.schema as unknown as JsonObject } }),
     }
-    return this.#ask(question, options.key, 'elicit', (value) => validateElicitResult(value, validatorFor(schema, info)),
-      formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
+    return target.ask(question, options.key, 'elicit', target.forms.check(schema), formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
   }
 
   /**
@@ -202,10 +228,11 @@ export class McpContext {
    */
   elicitUrl (message: string, url: string, options: ElicitOptions = {}): Promise<{ action: 'accept' | 'decline' | 'cancel' }> {
     if (typeof message !== 'string' || typeof url !== 'string') {
-      return Promise.reject(new TypeError(`ctx.elicitUrl() needs a message string and a url string, got ${typeof message} and ${typeof url}`))
+      return Promise.reject(new InvalidArgumentError(`ctx.elicitUrl() needs a message string and a url string, got ${typeof message} and ${typeof url}`))
     }
-    return this.#ask(questionOf({ method: 'elicitation/create', params: { mode: 'url', message, url } }),
-      options.key, 'elicit', NO_ANSWER_CHECK, urlMissing(this.clientCapabilities)) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
+    const request: InputRequest = { method: 'elicitation/create', params: { mode: 'url', message, url } }
+    return this.#ask({ kind: 'elicitUrl', shape: digest('elicitUrl', url), text: message, build: () => request },
+      options.key, 'elicit', checkUrlAnswer, urlMissing(this.clientCapabilities)) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
   }
 
   /**
@@ -217,10 +244,11 @@ export class McpContext {
    */
   sample (params: CreateMessageParams, options: ElicitOptions = {}): Promise<CreateMessageResult> {
     if (!isPlainObject(params) || !Array.isArray(params.messages) || !Number.isSafeInteger(params.maxTokens) || params.maxTokens <= 0) {
-      return Promise.reject(new TypeError('ctx.sample() needs { messages: [...], maxTokens: positive integer }'))
+      return Promise.reject(new InvalidArgumentError('ctx.sample() needs { messages: [...], maxTokens: positive integer }'))
     }
-    return this.#ask(questionOf({ method: 'sampling/createMessage', params: params as JsonObject }), options.key, 'sample',
-      checkSamplingResult, samplingMissing(this.clientCapabilities, params)) as Promise<CreateMessageResult>
+    const request: InputRequest = { method: 'sampling/createMessage', params: params as JsonObject }
+    return this.#ask({ kind: 'sample', shape: digest('sample', JSON.stringify(params)), text: '', build: () => request },
+      options.key, 'sample', checkSamplingAnswer, samplingMissing(this.clientCapabilities, params)) as Promise<CreateMessageResult>
   }
 
   /**
@@ -231,17 +259,19 @@ export class McpContext {
    * least 2027-07-28.
    */
   listRoots (options: ElicitOptions = {}): Promise<Root[]> {
-    return this.#ask(questionOf({ method: 'roots/list', params: {} }), options.key, 'roots', checkRootsResult,
+    const request: InputRequest = { method: 'roots/list', params: {} }
+    return this.#ask({ kind: 'roots', shape: ROOTS_SHAPE, text: '', build: () => request }, options.key, 'roots', checkRootsAnswer,
       isPlainObject(this.clientCapabilities.roots) ? undefined : { roots: {} }) as Promise<Root[]>
   }
 
-  #ask (question: Question, key: string | undefined, prefix: string,
-    accept: (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string },
-    missing: Record<string, unknown> | undefined): Promise<unknown> {
-    if (this.pass === undefined) {
-      return Promise.reject(new Error(`input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, prompts/get and resources/read handlers, not in ${this.method}`))
-    }
-    return this.pass.ask(question, key, prefix, accept, missing)
+  #ask (question: Question, key: string | undefined, prefix: string, accept: ResponseCheck, missing: Record<string, unknown> | undefined): Promise<unknown> {
+    const target = this.#target
+    if (target === undefined) return this.#outsideHandler()
+    return target.ask(question, key, prefix, accept, missing)
+  }
+
+  #outsideHandler (): Promise<never> {
+    return Promise.reject(new Error(`input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, prompts/get and resources/read handlers, not in ${this.method}`))
   }
 
   /**
@@ -251,27 +281,43 @@ export class McpContext {
   progress (progress: number, total?: number, message?: string): void {
     const progressToken = this.meta.progressToken
     if (typeof progress !== 'number' || !(progress > this.#lastProgress)) {
-      throw new TypeError(`progress must be a number greater than the last one reported (${this.#lastProgress}), got ${progress}`)
+      throw new InvalidArgumentError(`progress must be a number greater than the last one reported (${this.#lastProgress}), got ${progress}`)
     }
     this.#lastProgress = progress
     if (progressToken === undefined) return
     const params: JsonObject = { progressToken, progress }
     if (total !== undefined) params.total = total
     if (message !== undefined) params.message = message
-    this.sink.notify({ jsonrpc: '2.0', method: 'notifications/progress', params })
+    this.#stream.notify({ jsonrpc: '2.0', method: 'notifications/progress', params })
   }
 
   /**
-   * Sends an MCP log message (`notifications/message`) to the client, only when the request's
-   * `_meta` asked for a log level and `level` is at or above it.
+   * Sends an MCP log message (`notifications/message`) to the client, only when it asked for log
+   * messages (the request's `_meta`, or the session's `logging/setLevel`) and `level` is at or above
+   * the level it asked for.
    */
   log (level: LoggingLevel, data: unknown, logger?: string): void {
     const rank = LOGGING_LEVELS.indexOf(level)
-    if (rank === -1) throw new TypeError(`level must be one of ${LOGGING_LEVELS.join(', ')}, got ${String(level)}`)
-    const wanted = this.meta[META_LOG_LEVEL]
+    if (rank === -1) throw new InvalidArgumentError(`level must be one of ${LOGGING_LEVELS.join(', ')}, got ${String(level)}`)
+    const wanted = this.#client.logLevel
     if (wanted === undefined || rank < LOGGING_LEVELS.indexOf(wanted)) return
     const params: JsonObject = { level, data }
     if (logger !== undefined) params.logger = logger
-    this.sink.notify({ jsonrpc: '2.0', method: 'notifications/message', params })
+    this.#stream.notify({ jsonrpc: '2.0', method: 'notifications/message', params })
   }
+}
+
+/** Binds a context's input requests to the pass its handler runs in (the replay engine's side of the context). */
+export function bindAsker (ctx: McpContext, target: AskTarget | undefined): void {
+  bind(ctx, target)
+}
+
+/** Whether the caller is anonymous, bound to a principal, or authenticated without one. */
+export function principalState (ctx: McpContext): PrincipalState {
+  return stateOf(ctx)
+}
+
+/** The reply stream of a context's request, for the methods that stream (subscriptions). */
+export function streamOf (ctx: McpContext): NotificationStream {
+  return streamOfContext(ctx)
 }

@@ -1,7 +1,34 @@
 /**
- * One table of the protocol errors mocapi answers with, and the ADR-0021 error family.
- * Every McpError carries its JSON-RPC code and the HTTP status of the reply that carries it.
+ * mocapi's errors, in two tables.
+ *
+ * - Registration errors: a bad option or definition fails `register()` or `app.mcp.tool()` with a
+ *   `TypeError` carrying an `FST_MOCAPI_*` code, Fastify's convention, and a message that names the
+ *   bad value.
+ * - Protocol errors: every `McpError` carries its JSON-RPC code and the HTTP status of the reply
+ *   that carries it. The requestState family (see docs/decisions/0001-elicitation-by-replay.md)
+ *   extends it.
  */
+import createError from '@fastify/error'
+
+/** A plugin option is invalid. */
+export const InvalidOptionError = createError('FST_MOCAPI_INVALID_OPTION', 'mocapi: %s', 500, TypeError)
+/** A tool, prompt, resource or resource template definition is invalid. */
+export const InvalidDefinitionError = createError('FST_MOCAPI_INVALID_DEFINITION', 'mocapi: %s', 500, TypeError)
+/** A tool, prompt, resource or resource template is registered under a key already taken. */
+export const DuplicateDefinitionError = createError('FST_MOCAPI_DUPLICATE_DEFINITION', 'mocapi: %s is already registered', 500, TypeError)
+/** A requestState key is malformed, of the wrong length, or plainly not random. The message never shows the key. */
+export const InvalidKeyError = createError('FST_MOCAPI_INVALID_KEY', 'mocapi: %s', 500, TypeError)
+/** A JSON Schema of a definition does not compile. */
+export const InvalidSchemaError = createError('FST_MOCAPI_INVALID_SCHEMA', 'mocapi: %s is not a valid JSON Schema: %s', 500, TypeError)
+/** A `requestedSchema()` field is invalid. */
+export const InvalidRequestedSchemaError = createError('FST_MOCAPI_INVALID_REQUESTED_SCHEMA', '%s', 500, TypeError)
+/** A handler called a `ctx` method with arguments it does not take: a TypeError the handler sees, coded `FST_MOCAPI_INVALID_ARGUMENT`. */
+export class InvalidArgumentError extends TypeError {
+  readonly code = 'FST_MOCAPI_INVALID_ARGUMENT'
+}
+
+/** The constructor of a registration error: each makes a `TypeError` with its `FST_MOCAPI_*` code. */
+export type RegistrationErrorConstructor = new (message: string) => Error & { code: string }
 
 export const ErrorCode = {
   ParseError: -32700,
@@ -9,6 +36,10 @@ export const ErrorCode = {
   MethodNotFound: -32601,
   InvalidParams: -32602,
   InternalError: -32603,
+  /** 2025-era servers answer a read of an unknown resource with it. */
+  ResourceNotFound: -32002,
+  /** 2025-era: a server-to-client request that got no answer in time. */
+  RequestTimeout: -32001,
   HeaderMismatch: -32020,
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
@@ -45,8 +76,8 @@ export function parseError (message = 'Parse error: the body is not valid JSON')
   return new McpError(ErrorCode.ParseError, message, { statusCode: 400 })
 }
 
-export function invalidRequest (message: string, statusCode = 400): McpError {
-  return new McpError(ErrorCode.InvalidRequest, message, { statusCode })
+export function invalidRequest (message: string, statusCode = 400, data?: unknown): McpError {
+  return new McpError(ErrorCode.InvalidRequest, message, { statusCode, data })
 }
 
 export function methodNotFound (method: string): McpError {
@@ -57,19 +88,20 @@ export function invalidParams (message: string, statusCode = 200, data?: unknown
   return new McpError(ErrorCode.InvalidParams, message, { statusCode, data })
 }
 
-export function internalError (message = 'Internal error'): McpError {
-  return new McpError(ErrorCode.InternalError, message, { statusCode: 500 })
+/** An unexpected failure: -32603. In-band (HTTP 200) when a handler failed, 500 when mocapi itself did. */
+export function internalError (message = 'Internal error', statusCode = 500): McpError {
+  return new McpError(ErrorCode.InternalError, message, { statusCode })
 }
 
 export function headerMismatch (message: string): McpError {
   return new McpError(ErrorCode.HeaderMismatch, message, { statusCode: 400 })
 }
 
-export function missingCapability (requiredCapabilities: Record<string, unknown>): McpError {
+export function missingCapability (requiredCapabilities: Record<string, unknown>, statusCode = 400): McpError {
   const names = Object.keys(requiredCapabilities).join(', ')
   return new McpError(ErrorCode.MissingRequiredClientCapability,
     `Server requires the ${names} client capability for this request`,
-    { statusCode: 400, data: { requiredCapabilities } })
+    { statusCode, data: { requiredCapabilities } })
 }
 
 export function unsupportedVersion (requested: unknown, supported: readonly string[]): McpError {
@@ -82,10 +114,10 @@ export const INVALID_REQUEST_STATE_MESSAGE = 'Invalid or expired requestState'
 
 /**
  * A requestState that failed verification: tampered, unreadable, or bound to another
- * method, target, arguments or principal. `reason` is for debug logs only.
+ * method, target, arguments or principal. `reason` is for the server's log only.
  */
 export class InvalidRequestStateError extends McpError {
-  /** Why verification failed; logged at debug level, never sent to the client. */
+  /** Why verification failed; logged, never sent to the client. */
   readonly reason: string
 
   constructor (reason: string) {
@@ -104,20 +136,34 @@ export class ExpiredRequestStateError extends InvalidRequestStateError {
 }
 
 /**
+ * Which part of an input request differed from the one answered before: its input key, its kind
+ * (form, URL, sampling, roots), its requested schema, its URL, its sampling params, or its message.
+ */
+export type LedgerMismatchPart = 'key' | 'kind' | 'schema' | 'url' | 'params' | 'message'
+
+const PART_NAMES: Record<LedgerMismatchPart, string> = {
+  key: 'input key', kind: 'kind of request', schema: 'requested schema', url: 'URL', params: 'sampling params', message: 'message',
+}
+
+/**
  * A replayed handler asked for different input at an ordinal the ledger already holds:
- * the handler broke the idempotency contract of `ctx.elicit`.
+ * the handler broke the idempotency contract of `ctx.elicit`. The message says which part
+ * differed, never the answers.
  */
 export class ElicitationLedgerMismatchError extends McpError {
   /** The 1-based ordinal of the input request that differs. */
   readonly ordinal: number
+  /** What differed. */
+  readonly part: LedgerMismatchPart
 
-  constructor (ordinal: number) {
+  constructor (ordinal: number, part: LedgerMismatchPart) {
     super(ErrorCode.InvalidParams,
-      `Input request #${ordinal} differs from the one answered in an earlier round: ` +
+      `Input request #${ordinal} has a different ${PART_NAMES[part]} from the one answered in an earlier round: ` +
       'a handler must make the same ctx.elicit() calls, in the same order, on every replay ' +
-      '(handlers must be idempotent up to their last elicit())',
-      { data: { reason: 'ledger_mismatch', ordinal } })
+      '(handlers must be idempotent up to their last elicit(); keep live data out of the question text)',
+      { data: { reason: 'ledger_mismatch', ordinal, part } })
     this.name = 'ElicitationLedgerMismatchError'
     this.ordinal = ordinal
+    this.part = part
   }
 }

@@ -1,15 +1,21 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { McpContext } from './context.js'
+import { FormAnswers } from './elicitation/answers.js'
+import { Failures } from './features/failures.js'
 import { Prompts } from './features/prompts.js'
 import { McpRegistry } from './features/registry.js'
 import { Resources } from './features/resources.js'
 import { InProcessBus, Subscriptions, type ChangeEvent, type NotificationBus } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
-import { methods } from './methods.js'
-import { RequestStateCodec, ephemeralKey, keysFromEnv, parseKeys } from './mrtr/codec.js'
-import { ReplayEngine } from './mrtr/replay.js'
+import { SchemaCompiler } from './json-schema.js'
+import { modernMethods } from './methods.js'
+import { RequestStateCodec } from './mrtr/codec.js'
+import { ReplayEngine } from './mrtr/engine.js'
+import { ephemeralKey, keysFromEnv, parseKeys } from './mrtr/keys.js'
+import { KeyRing } from './mrtr/seal.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
+import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
 import { mcpRoutes } from './transport/route.js'
 
@@ -28,29 +34,27 @@ declare module 'fastify' {
   }
 }
 
-function requestStateKeys (fastify: FastifyInstance, keys: string[] | undefined): Buffer[] {
+function keyRing (fastify: FastifyInstance, keys: string[] | undefined): KeyRing {
   const configured = keys ?? keysFromEnv(process.env.MOCAPI_REQUEST_STATE_KEYS)
-  if (configured !== undefined) return parseKeys(configured)
+  if (configured !== undefined) return new KeyRing(parseKeys(configured))
   fastify.log.warn('mocapi: no requestState keys configured (requestState.keys or MOCAPI_REQUEST_STATE_KEYS); ' +
     'using an ephemeral key: tokens in flight are lost on restart and other nodes cannot read them')
-  return [ephemeralKey()]
+  return new KeyRing([ephemeralKey()])
 }
 
 async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<void> {
   const options = resolveOptions(opts)
-  let keys
-  try {
-    keys = requestStateKeys(fastify, options.keys)
-  } catch (error) {
-    throw new TypeError(`mocapi: ${(error as Error).message}`)
-  }
-  const codec = new RequestStateCodec({ keys, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
+  const ring = keyRing(fastify, options.keys)
+  const compiler = new SchemaCompiler()
+  const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
+  const engine = new ReplayEngine(codec, options.maxRounds, new FormAnswers(compiler))
+  const failures = new Failures(options.exposeErrors)
   const features = {
-    tools: new Tools(),
-    prompts: new Prompts(),
-    resources: new Resources(),
+    tools: new Tools(engine, compiler, failures),
+    prompts: new Prompts(engine, compiler, failures),
+    resources: new Resources(engine, { cache: options.cache.resources, maxUriLength: options.limits.uriLength }, failures),
     subscriptions: new Subscriptions(),
-    engine: new ReplayEngine(codec, options.maxRounds),
+    failures,
   }
   const bus: NotificationBus = options.bus ?? new InProcessBus()
   const unsubscribe = await bus.subscribe((event) => features.subscriptions.deliver(event))
@@ -66,13 +70,14 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
 
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
-  const lifecycle = { closing: false, closeIdleConnections: () => fastify.server.closeIdleConnections() }
+  const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections())
   // Open listen streams end first, so the server can close with no request left hanging.
   fastify.addHook('preClose', async () => {
-    lifecycle.closing = true
+    lifecycle.close()
     features.subscriptions.closeAll()
   })
   fastify.addHook('onClose', async () => {
+    lifecycle.closed()
     unsubscribe()
     await bus.close?.()
   })
@@ -81,14 +86,14 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     protectedResource = new ProtectedResource(options.protectedResource, options.path)
     protectedResource.register(fastify)
   }
-  await fastify.register(mcpRoutes(options, methods(options, features), features.engine, lifecycle, protectedResource))
+  await fastify.register(mcpRoutes({ options, modern: modernMethods(options, features), lifecycle, protectedResource }))
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */
 export const mocapiPlugin = fp(mocapi, { fastify: '5.x', name: 'mocapi' })
 export default mocapiPlugin
 
-export { McpContext, type ElicitOptions, type CreateMessageParams, type CreateMessageResult, type Root, type SamplingMessage } from './context.js'
+export type { McpContext, ElicitOptions, CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './context.js'
 export type { Completer, CompletionContext, CompletionSource } from './features/completions.js'
 export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, GetPromptResult } from './features/prompts.js'
 export type {
@@ -96,14 +101,16 @@ export type {
 } from './features/resources.js'
 export { InProcessBus, type NotificationBus, type ChangeEvent } from './features/subscriptions.js'
 export { requestedSchema, type RequestedSchemaBuilder, type RequestedSchema, type Infer } from './elicitation/schema.js'
-export type { ElicitAnswer } from './elicitation/validate.js'
+export type { ElicitAnswer } from './elicitation/answers.js'
 export {
   McpError, ErrorCode, InvalidRequestStateError, ExpiredRequestStateError, ElicitationLedgerMismatchError,
+  InvalidOptionError, InvalidDefinitionError, DuplicateDefinitionError, InvalidSchemaError, InvalidRequestedSchemaError,
+  InvalidArgumentError, InvalidKeyError, type LedgerMismatchPart,
 } from './errors.js'
 export type { McpRegistry } from './features/registry.js'
 export type { ToolDefinition, ToolHandler, ToolReturn } from './features/tools.js'
-export type { InputRequiredResult } from './mrtr/replay.js'
+export type { InputRequiredResult } from './mrtr/engine.js'
 export type { MocapiOptions, CacheHint } from './options.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
-export type { CallToolResult, ClientCapabilities, ContentBlock, Implementation, LoggingLevel } from './protocol/wire.js'
+export type { CallToolResult, ClientCapabilities, ContentBlock, Implementation, JsonValue, LoggingLevel } from './protocol/wire.js'

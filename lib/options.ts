@@ -1,15 +1,16 @@
 import type { FastifyRequest } from 'fastify'
+import {
+  cacheHint, describe, isPlainObject, knownFields, nonEmptyString, oneOf, optionalFunction, optionalString, plainObject,
+  positiveInteger, stringList, type CacheHint,
+} from './check.js'
+import { InvalidOptionError } from './errors.js'
 import type { NotificationBus } from './features/subscriptions.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './mrtr/codec.js'
+import { PROTOCOL_VERSION } from './protocol/wire.js'
 import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'
+import { MOCAPI_VERSION } from './version.js'
 
-/** `ttlMs` and `cacheScope` stamped on a cacheable result. */
-export interface CacheHint {
-  /** How long a client may reuse the result, in ms. */
-  ttlMs?: number
-  /** `public` when every caller sees the same result, `private` when it varies by the caller's authorization. */
-  cacheScope?: 'public' | 'private'
-}
+export type { CacheHint } from './check.js'
 
 /** Options of the mocapi plugin. Every field is optional. */
 export interface MocapiOptions {
@@ -21,9 +22,9 @@ export interface MocapiOptions {
   instructions?: string
   requestState?: {
     /**
-     * 32-byte keys, base64 or base64url. The first encrypts, all decrypt. When absent, the
-     * `MOCAPI_REQUEST_STATE_KEYS` environment variable (comma-separated) is read; when that is
-     * unset too, an ephemeral key is made and one warning is logged.
+     * 32-byte keys, base64, base64url or 64 hex digits. The first encrypts, all decrypt. When
+     * absent, the `MOCAPI_REQUEST_STATE_KEYS` environment variable (comma-separated) is read; when
+     * that is unset too, an ephemeral key is made and one warning is logged.
      */
     keys?: string[]
     /** How long a requestState token stays valid, in ms. Default 300 000 (5 minutes). */
@@ -33,8 +34,13 @@ export interface MocapiOptions {
     /** Longest token accepted, in characters; longer ones are refused before decryption. Default 65 536. */
     maxTokenLength?: number
   }
-  /** The caller's identity, bound into every requestState. Default: `request.user` when a string, else `request.user.sub`, else `null`. */
-  principal?: (request: FastifyRequest) => string | null
+  /**
+   * The caller's identity, bound into every requestState. Default: `request.user` when a string,
+   * else `request.user.sub` (a string, or a number made a string). An authenticated request
+   * (`request.user` set) without either may not take interactive rounds. A function that returns
+   * `null` or `undefined` makes the caller anonymous.
+   */
+  principal?: (request: FastifyRequest) => string | null | undefined
   /** Browser origins allowed to call the endpoint (exact `scheme://host[:port]`, or `'*'`). Default: localhost origins only. */
   allowedOrigins?: string[]
   /** Extra `Host` names accepted when the server listens on a loopback address (DNS rebinding protection). */
@@ -50,28 +56,46 @@ export interface MocapiOptions {
   protectedResource?: ProtectedResourceOptions
   /** Carries list-change and resource-update events between nodes. Default: in-process only. */
   bus?: NotificationBus
-  /** Caching hints of `server/discover` (default 1 hour, public) and of the lists (default 5 minutes, public). */
+  /** Caching hints of `server/discover` (default 1 hour, public), the lists (5 minutes, public) and resource reads (1 minute, public). */
   cache?: {
     discover?: CacheHint
     lists?: CacheHint
     resources?: CacheHint
   }
+  /** Bounds on what a client can make the server hold or work through. */
+  limits?: {
+    /** Longest resource URI read or registered, in characters. Default 8192. */
+    uriLength?: number
+    /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. Default 1 MiB. */
+    streamBufferBytes?: number
+  }
+  /** How long handlers still running when the server closes get to finish, in ms, before their requests are ended. Default 10 000. */
+  shutdownGrace?: number
+  /**
+   * What clients are told when a handler throws something that is not an `McpError`: its message
+   * (`'expose'`, the default), or a generic text (`'generic'`). The detail is logged either way.
+   */
+  errors?: 'expose' | 'generic'
 }
 
 export interface ResolvedOptions {
   path: string
   serverInfo: { name: string, version: string, title?: string }
   instructions: string | undefined
+  supportedVersions: readonly string[]
   keys: string[] | undefined
   ttl: number
   maxRounds: number
   maxTokenLength: number
-  principal: (request: FastifyRequest) => string | null
+  principal: ((request: FastifyRequest) => string | null | undefined) | undefined
   allowedOrigins: string[] | undefined
   allowedHosts: Set<string>
   pageSize: number
   bodyLimit: number
   cache: { discover: Required<CacheHint>, lists: Required<CacheHint>, resources: Required<CacheHint> }
+  limits: { uriLength: number, streamBufferBytes: number }
+  shutdownGrace: number
+  exposeErrors: boolean
   bus: NotificationBus | undefined
   protectedResource: ProtectedResourceOptions | undefined
 }
@@ -80,130 +104,78 @@ export const DEFAULT_TTL = 300_000
 export const DEFAULT_MAX_ROUNDS = 16
 export const DEFAULT_PAGE_SIZE = 100
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
-export const MOCAPI_VERSION = '0.1.0'
+export const DEFAULT_URI_LENGTH = 8192
+export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
+export const DEFAULT_SHUTDOWN_GRACE = 10_000
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
+const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes'])
+const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 
-function fail (message: string): never {
-  throw new TypeError(`mocapi: ${message}`)
+function serverInfoOf (value: unknown): ResolvedOptions['serverInfo'] {
+  if (value === undefined) return { name: 'mocapi', version: MOCAPI_VERSION }
+  const info = plainObject(value, 'serverInfo')
+  knownFields(info, KNOWN_SERVER_INFO, 'serverInfo.')
+  const name = nonEmptyString(info.name, 'serverInfo.name')
+  const version = nonEmptyString(info.version, 'serverInfo.version')
+  const title = optionalString(info.title, 'serverInfo.title')
+  return title === undefined ? { name, version } : { name, version, title }
 }
 
-function describe (value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (value === null || typeof value !== 'object') return String(value)
-  return Array.isArray(value) ? 'an array' : 'an object'
-}
-
-function isPlainObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-function checkKnown (value: Record<string, unknown>, known: Set<string>, where: string): void {
-  for (const key of Object.keys(value)) {
-    if (!known.has(key)) fail(`unknown option ${where}${key}`)
-  }
-}
-
-function positiveInteger (value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback
-  if (!Number.isSafeInteger(value) || (value as number) <= 0) fail(`${name} must be a positive integer, got ${describe(value)}`)
-  return value as number
-}
-
-function stringList (value: unknown, name: string): string[] | undefined {
-  if (value === undefined) return undefined
-  if (!Array.isArray(value)) fail(`${name} must be an array of strings, got ${describe(value)}`)
-  value.forEach((item, i) => {
-    if (typeof item !== 'string' || item === '') fail(`${name}[${i}] must be a non-empty string, got ${describe(item)}`)
-  })
-  return value
-}
-
-function cacheHint (value: unknown, name: string, fallback: Required<CacheHint>): Required<CacheHint> {
-  if (value === undefined) return fallback
-  if (!isPlainObject(value)) fail(`${name} must be an object, got ${describe(value)}`)
-  checkKnown(value, new Set(['ttlMs', 'cacheScope']), `${name}.`)
-  const ttlMs = value.ttlMs ?? fallback.ttlMs
-  if (!Number.isSafeInteger(ttlMs) || (ttlMs as number) < 0) fail(`${name}.ttlMs must be a non-negative integer, got ${describe(ttlMs)}`)
-  const cacheScope = value.cacheScope ?? fallback.cacheScope
-  if (cacheScope !== 'public' && cacheScope !== 'private') fail(`${name}.cacheScope must be 'public' or 'private', got ${describe(cacheScope)}`)
-  return { ttlMs: ttlMs as number, cacheScope }
-}
-
-/** The default principal: `request.user` when it is a string, else its `sub`, else `null`. */
-export function defaultPrincipal (request: FastifyRequest): string | null {
-  const user = (request as FastifyRequest & { user?: unknown }).user
-  if (typeof user === 'string') return user
-  if (isPlainObject(user) && typeof user.sub === 'string') return user.sub
-  return null
-}
-
-/** Validates the plugin options and fills in defaults. Throws a TypeError that names the bad value. */
+/** Validates the plugin options and fills in defaults. Throws an `FST_MOCAPI_INVALID_OPTION` TypeError that names the bad value. */
 export function resolveOptions (opts: unknown): ResolvedOptions {
   // Fastify hands a plugin `{}` when it is registered without options (or with null).
-  if (!isPlainObject(opts)) fail(`options must be an object, got ${describe(opts)}`)
-  checkKnown(opts, KNOWN, '')
+  const o = plainObject(opts, 'options')
+  knownFields(o, KNOWN, '')
 
-  const path = opts.path ?? '/mcp'
-  if (typeof path !== 'string' || !path.startsWith('/')) fail(`path must be a string starting with '/', got ${describe(path)}`)
+  const path = o.path ?? '/mcp'
+  if (typeof path !== 'string' || !path.startsWith('/')) throw new InvalidOptionError(`path must be a string starting with '/', got ${describe(path)}`)
 
-  let serverInfo: ResolvedOptions['serverInfo'] = { name: 'mocapi', version: MOCAPI_VERSION }
-  if (opts.serverInfo !== undefined) {
-    const info = opts.serverInfo
-    if (!isPlainObject(info)) fail(`serverInfo must be an object, got ${describe(info)}`)
-    if (typeof info.name !== 'string' || info.name === '') fail(`serverInfo.name must be a non-empty string, got ${describe(info.name)}`)
-    if (typeof info.version !== 'string' || info.version === '') fail(`serverInfo.version must be a non-empty string, got ${describe(info.version)}`)
-    if (info.title !== undefined && typeof info.title !== 'string') fail(`serverInfo.title must be a string, got ${describe(info.title)}`)
-    serverInfo = info.title === undefined
-      ? { name: info.name, version: info.version }
-      : { name: info.name, version: info.version, title: info.title }
-  }
-
-  if (opts.instructions !== undefined && typeof opts.instructions !== 'string') {
-    fail(`instructions must be a string, got ${describe(opts.instructions)}`)
-  }
-
-  const rs = opts.requestState ?? {}
-  if (!isPlainObject(rs)) fail(`requestState must be an object, got ${describe(rs)}`)
-  checkKnown(rs, KNOWN_REQUEST_STATE, 'requestState.')
+  const rs = plainObject(o.requestState ?? {}, 'requestState')
+  knownFields(rs, KNOWN_REQUEST_STATE, 'requestState.')
   if (rs.keys !== undefined && (!Array.isArray(rs.keys) || rs.keys.length === 0)) {
-    fail(`requestState.keys must be a non-empty array of keys, got ${Array.isArray(rs.keys) ? 'an empty array' : describe(rs.keys)}`)
+    throw new InvalidOptionError(`requestState.keys must be a non-empty array of keys, got ${Array.isArray(rs.keys) ? 'an empty array' : describe(rs.keys)}`)
   }
 
-  const principal = opts.principal ?? defaultPrincipal
-  if (typeof principal !== 'function') fail(`principal must be a function, got ${describe(principal)}`)
+  const cache = plainObject(o.cache ?? {}, 'cache')
+  knownFields(cache, KNOWN_CACHE, 'cache.')
+  const limits = plainObject(o.limits ?? {}, 'limits')
+  knownFields(limits, KNOWN_LIMITS, 'limits.')
 
-  const cache = opts.cache ?? {}
-  if (!isPlainObject(cache)) fail(`cache must be an object, got ${describe(cache)}`)
-  checkKnown(cache, KNOWN_CACHE, 'cache.')
-
-  const bus = opts.bus
+  const bus = o.bus
   if (bus !== undefined && (!isPlainObject(bus) || typeof bus.publish !== 'function' || typeof bus.subscribe !== 'function')) {
-    fail(`bus must have publish() and subscribe() methods, got ${describe(bus)}`)
+    throw new InvalidOptionError(`bus must have publish() and subscribe() methods, got ${describe(bus)}`)
   }
 
   return {
     path,
-    serverInfo,
-    instructions: opts.instructions as string | undefined,
+    serverInfo: serverInfoOf(o.serverInfo),
+    instructions: optionalString(o.instructions, 'instructions'),
+    supportedVersions: [PROTOCOL_VERSION],
     keys: rs.keys as string[] | undefined,
     ttl: positiveInteger(rs.ttl, 'requestState.ttl', DEFAULT_TTL),
     maxRounds: positiveInteger(rs.maxRounds, 'requestState.maxRounds', DEFAULT_MAX_ROUNDS),
     maxTokenLength: positiveInteger(rs.maxTokenLength, 'requestState.maxTokenLength', DEFAULT_MAX_TOKEN_LENGTH),
-    principal: principal as ResolvedOptions['principal'],
-    allowedOrigins: stringList(opts.allowedOrigins, 'allowedOrigins'),
-    allowedHosts: new Set((stringList(opts.allowedHosts, 'allowedHosts') ?? []).map((h) => h.toLowerCase())),
-    pageSize: positiveInteger(opts.pageSize, 'pageSize', DEFAULT_PAGE_SIZE),
-    bodyLimit: positiveInteger(opts.bodyLimit, 'bodyLimit', DEFAULT_BODY_LIMIT),
+    principal: optionalFunction(o.principal, 'principal'),
+    allowedOrigins: stringList(o.allowedOrigins, 'allowedOrigins'),
+    allowedHosts: new Set((stringList(o.allowedHosts, 'allowedHosts') ?? []).map((h) => h.toLowerCase())),
+    pageSize: positiveInteger(o.pageSize, 'pageSize', DEFAULT_PAGE_SIZE),
+    bodyLimit: positiveInteger(o.bodyLimit, 'bodyLimit', DEFAULT_BODY_LIMIT),
     cache: {
       discover: cacheHint(cache.discover, 'cache.discover', { ttlMs: 3_600_000, cacheScope: 'public' }),
       lists: cacheHint(cache.lists, 'cache.lists', { ttlMs: 300_000, cacheScope: 'public' }),
       resources: cacheHint(cache.resources, 'cache.resources', { ttlMs: 60_000, cacheScope: 'public' }),
     },
+    limits: {
+      uriLength: positiveInteger(limits.uriLength, 'limits.uriLength', DEFAULT_URI_LENGTH),
+      streamBufferBytes: positiveInteger(limits.streamBufferBytes, 'limits.streamBufferBytes', DEFAULT_STREAM_BUFFER_BYTES),
+    },
+    shutdownGrace: positiveInteger(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
+    exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',
     bus: bus as NotificationBus | undefined,
-    protectedResource: resolveProtectedResource(opts.protectedResource),
+    protectedResource: resolveProtectedResource(o.protectedResource),
   }
 }

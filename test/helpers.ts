@@ -1,8 +1,13 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, type InjectOptions, type LightMyRequestResponse } from 'fastify'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import mocapi, { type MocapiOptions } from '../lib/index.js'
 
 export const VERSION = '2026-07-28'
+/** mocapi's own version, as its package.json says: the default serverInfo. */
+export const MOCAPI_VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version
+/** The `_meta` of every result from a server with the default serverInfo. */
+export const SERVER_INFO = { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: MOCAPI_VERSION } }
 export const KEY = randomBytes(32).toString('base64')
 
 type Test = { teardown: (fn: () => unknown) => void }

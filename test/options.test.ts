@@ -1,7 +1,7 @@
 import t from 'tap'
 import Fastify from 'fastify'
 import mocapi from '../lib/index.js'
-import { KEY, build, call, rpc } from './helpers.js'
+import { KEY, MOCAPI_VERSION, build, call, rpc } from './helpers.js'
 
 type Test = Parameters<typeof build>[0]
 
@@ -62,6 +62,7 @@ t.test('bad options fail registration with a type error naming the value', async
   for (const [label, options, message] of BAD) {
     const error = await refused(t, options)
     t.type(error, TypeError, label)
+    t.equal((error as { code?: string })?.code, 'FST_MOCAPI_INVALID_OPTION', label)
     t.equal(error?.message, `mocapi: ${message}`, label)
   }
 })
@@ -70,13 +71,13 @@ t.test('an app whose options were refused serves nothing', async (t) => {
   const app = Fastify()
   t.teardown(() => app.close().catch(() => undefined))
   app.register(mocapi, { pageSize: -5 })
-  await t.rejects(app.listen({ host: '127.0.0.1', port: 0 }), { name: 'TypeError', message: 'mocapi: pageSize must be a positive integer, got -5' })
+  await t.rejects(app.listen({ host: '127.0.0.1', port: 0 }), { code: 'FST_MOCAPI_INVALID_OPTION', message: 'mocapi: pageSize must be a positive integer, got -5' })
 })
 
 t.test('serverInfo defaults to mocapi and its version', async (t) => {
   const app = await build(t)
   const { body } = await call(app, 'server/discover')
-  t.same(body.result._meta, { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: '0.1.0' } })
+  t.same(body.result._meta, { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: MOCAPI_VERSION } })
 })
 
 t.test('serverInfo title passes through into _meta', async (t) => {

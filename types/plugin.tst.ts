@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import { expect, test } from 'tstyche'
 import mocapi, {
-  mocapiPlugin, requestedSchema, McpContext, InvalidRequestStateError, ExpiredRequestStateError,
+  mocapiPlugin, requestedSchema, type McpContext, InvalidRequestStateError, ExpiredRequestStateError,
   ElicitationLedgerMismatchError, McpError, type MocapiOptions, type McpRegistry, type ElicitAnswer,
 } from '../lib/index.js'
 
@@ -56,6 +56,7 @@ test('ctx.elicit infers the answer from the schema', async () => {
 test('the error family', () => {
   expect(new ExpiredRequestStateError()).type.toBeAssignableTo<InvalidRequestStateError>()
   expect(new InvalidRequestStateError('x')).type.toBeAssignableTo<McpError>()
-  expect(new ElicitationLedgerMismatchError(1).ordinal).type.toBe<number>()
+  expect(new ElicitationLedgerMismatchError(1, 'message').ordinal).type.toBe<number>()
+  expect(new ElicitationLedgerMismatchError(1, 'schema').part).type.toBe<'key' | 'kind' | 'schema' | 'url' | 'params' | 'message'>()
   expect(new McpError(-32602, 'x').code).type.toBe<number>()
 })

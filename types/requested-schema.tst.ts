@@ -1,6 +1,5 @@
 import { expect, test } from 'tstyche'
 import { requestedSchema, type Infer, type RequestedSchema, type RequestedSchemaBuilder, type PrimitiveSchemaDefinition } from '../lib/elicitation/schema.js'
-import { validateElicitResult, validatorFor, compileAnswerValidator, type AnswerValidator, type ElicitAnswer } from '../lib/elicitation/validate.js'
 
 declare function contentOf<B extends RequestedSchemaBuilder<object>> (builder: B): Infer<B>
 
@@ -53,19 +52,4 @@ test('builders render a RequestedSchema', () => {
   const schema = requestedSchema().boolean('ok')
   expect(schema.toJSON()).type.toBe<RequestedSchema>()
   expect(schema.schema.properties.ok).type.toBe<PrimitiveSchemaDefinition>()
-})
-
-test('validators carry the content type', () => {
-  const schema = requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])
-  const validator = validatorFor(schema)
-  expect(validator).type.toBe<AnswerValidator<{ confirm: boolean, cabin: 'economy' | 'business' }>>()
-  const result = validateElicitResult({}, validator)
-  if (result.ok) {
-    expect(result.value).type.toBe<ElicitAnswer<{ confirm: boolean, cabin: 'economy' | 'business' }>>()
-    if (result.value.action === 'accept') expect(result.value.content.cabin).type.toBe<'economy' | 'business'>()
-  } else {
-    expect(result.message).type.toBe<string>()
-  }
-  const loose = validateElicitResult({}, compileAnswerValidator(schema.schema))
-  if (loose.ok) expect(loose.value).type.toBe<ElicitAnswer<Record<string, unknown>>>()
 })

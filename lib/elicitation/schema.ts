@@ -1,3 +1,6 @@
+import { InvalidRequestedSchemaError } from '../errors.js'
+import { digest } from '../mrtr/fingerprint.js'
+
 /**
  * The `requestedSchema()` builder: the one way a mocapi tool describes the input it elicits.
  * It only produces the flat MCP 2026-07-28 shapes, and infers the type of the answer content.
@@ -221,82 +224,25 @@ function deepFreeze<T> (value: T): T {
 /**
  * @internal The key of a builder's JSON text: that of its rendered schema, made without rendering
  * it (it equals `JSON.stringify(builder.schema)` except that fields named like integers keep their
- * place). mocapi keys answer validators and ledger fingerprints by it.
+ * place). mocapi keys answer validators by it.
  */
 export const SCHEMA_JSON: unique symbol = Symbol('mocapi.requestedSchema.json')
 
-// Builders are immutable, so an identical call on the same builder can return the builder it
-// returned before, with its schema, JSON text and validator already made: a handler that builds
-// its schema inline on every call (and every replayed round) then pays a few compares. Kept
-// builders are never dropped, so their number is bounded in all, and per field name so that a
-// lookup compares with a few calls at most.
-const MAX_PER_NAME = 8
-const MAX_INTERNED = 1000
-let interned = 0
-
-// The options each kind of field reads: a call is identical to a kept one when these, its kind,
-// its name and its choices are.
-const STRING_OPTIONS = ['title', 'description', 'minLength', 'maxLength', 'format', 'default', 'optional']
-const NUMBER_OPTIONS = ['title', 'description', 'minimum', 'maximum', 'default', 'optional']
-const BOOLEAN_OPTIONS = ['title', 'description', 'default', 'optional']
-const CHOOSE_OPTIONS = ['title', 'description', 'default', 'optional']
-const CHOOSE_MANY_OPTIONS = ['title', 'description', 'minItems', 'maxItems', 'default', 'optional']
-
-type Plain = string | number | boolean | undefined | readonly string[]
-
-/** A call that made a kept builder: plain copies of everything the builder read. */
-interface Kept {
-  readonly kind: string
-  readonly choices: ReadonlyArray<string | Choice> | undefined
-  readonly options: readonly Plain[]
-  /** No option was set: a call without options matches without reading each one. */
-  readonly bare: boolean
-  readonly builder: Builder
-}
-
-/** What a call without options reads: nothing. */
-const NO_OPTIONS: AnyOptions = Object.freeze({})
-
-/** A copy of a plain value, or undefined when it is not plain (such a call is not kept). */
-function plainCopy (value: unknown): { value: Plain } | undefined {
-  if (value === undefined || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return { value }
-  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return { value: [...value] as string[] }
-  return undefined
-}
-
-function samePlain (kept: Plain, value: unknown): boolean {
-  if (!Array.isArray(kept)) return Object.is(kept, value)
-  if (!Array.isArray(value) || value.length !== kept.length) return false
-  for (let i = 0; i < kept.length; i++) if (value[i] !== kept[i]) return false
-  return true
-}
-
-function sameChoices (kept: ReadonlyArray<string | Choice> | undefined, choices: unknown): boolean {
-  if (kept === undefined) return choices === undefined
-  if (!Array.isArray(choices) || choices.length !== kept.length) return false
-  for (let i = 0; i < kept.length; i++) {
-    const a = kept[i]
-    const b: unknown = choices[i]
-    if (typeof a === 'string') {
-      if (a !== b) return false
-    } else if (typeof b !== 'object' || b === null || (b as Choice).value !== a.value || (b as Choice).title !== a.title) return false
-  }
-  return true
-}
+/** @internal The digest of a builder's JSON text, which stands for the schema in ledger fingerprints. */
+export const SCHEMA_DIGEST: unique symbol = Symbol('mocapi.requestedSchema.digest')
 
 class Builder {
   readonly #fields: readonly Field[]
-  /** Kept calls on this builder, by field name. */
-  #children: Map<string, Kept[]> | undefined
   #schema: RequestedSchema | undefined
   #json: string | undefined
+  #digest: string | undefined
 
   constructor (fields: readonly Field[]) {
     this.#fields = fields
   }
 
   // Builders are often made per call inside a handler, and on a replayed round the rendered
-  // object is not needed at all (only its JSON, for the fingerprint), so both are made lazily.
+  // object is not needed at all (only its digest, for the fingerprint), so each is made lazily.
   get schema (): RequestedSchema {
     if (this.#schema === undefined) {
       // fromEntries defines own properties, so even a field named __proto__ is kept
@@ -323,77 +269,17 @@ class Builder {
     return this.#json
   }
 
+  get [SCHEMA_DIGEST] (): string {
+    this.#digest ??= digest('elicit', this[SCHEMA_JSON])
+    return this.#digest
+  }
+
   toJSON (): RequestedSchema {
     return this.schema
   }
 
-  string (name: string, opts: AnyOptions = NO_OPTIONS): Builder {
-    return this.#kept('string', name, undefined, opts, STRING_OPTIONS) ?? this.#keep('string', name, undefined, opts, STRING_OPTIONS, this.#string(name, opts))
-  }
-
-  number (name: string, opts: AnyOptions = NO_OPTIONS): Builder {
-    return this.#kept('number', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('number', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('number', name, opts))
-  }
-
-  integer (name: string, opts: AnyOptions = NO_OPTIONS): Builder {
-    return this.#kept('integer', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('integer', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('integer', name, opts))
-  }
-
-  boolean (name: string, opts: AnyOptions = NO_OPTIONS): Builder {
-    return this.#kept('boolean', name, undefined, opts, BOOLEAN_OPTIONS) ?? this.#keep('boolean', name, undefined, opts, BOOLEAN_OPTIONS, this.#boolean(name, opts))
-  }
-
-  choose (name: string, choices: Choices, opts: AnyOptions = NO_OPTIONS): Builder {
-    return this.#kept('choose', name, choices, opts, CHOOSE_OPTIONS) ?? this.#keep('choose', name, choices, opts, CHOOSE_OPTIONS, this.#choose(name, choices, opts))
-  }
-
-  chooseMany (name: string, choices: Choices, opts: AnyOptions = NO_OPTIONS): Builder {
-    return this.#kept('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS) ?? this.#keep('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS, this.#chooseMany(name, choices, opts))
-  }
-
-  /** The builder an identical call returned before, when it was kept. */
-  #kept (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[]): Builder | undefined {
-    const calls = this.#children?.get(name)
-    if (calls === undefined || typeof opts !== 'object' || opts === null) return undefined
-    const none = opts === NO_OPTIONS
-    for (const call of calls) {
-      if (call.kind !== kind || !sameChoices(call.choices, choices)) continue
-      if (none) {
-        if (call.bare) return call.builder
-        continue
-      }
-      let same = true
-      for (let i = 0; i < options.length && same; i++) same = samePlain(call.options[i], opts[options[i]])
-      if (same) return call.builder
-    }
-    return undefined
-  }
-
-  /** Keeps a new builder for identical calls to come, when its inputs are plain and within the bounds. */
-  #keep (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[], builder: Builder): Builder {
-    if (interned >= MAX_INTERNED) return builder
-    const values: Plain[] = []
-    for (const option of options) {
-      const copy = plainCopy(opts[option])
-      if (copy === undefined) return builder
-      values.push(copy.value)
-    }
-    // The builder checked the choices: all strings, or all { value, title } with string members.
-    const kept = choices === undefined
-      ? undefined
-      : (choices as Choices).map((c: string | Choice) => typeof c === 'string' ? c : { value: c.value, title: c.title })
-    this.#children ??= new Map()
-    const calls = this.#children.get(name)
-    const call = { kind, choices: kept, options: values, bare: values.every((v) => v === undefined), builder }
-    if (calls === undefined) this.#children.set(name, [call])
-    else if (calls.length < MAX_PER_NAME) calls.push(call)
-    else return builder
-    interned++
-    return builder
-  }
-
-  #string (name: string, opts: AnyOptions): Builder {
-    const fail = this.#check(name)
+  string (name: string, opts: AnyOptions = {}): Builder {
+    const fail = this.#check(name, opts)
     lengths(fail, opts, 'minLength', 'maxLength')
     if (opts.format !== undefined && !FORMATS.includes(opts.format)) fail(`unknown format ${JSON.stringify(opts.format)}`)
     const d = opts.default
@@ -403,14 +289,22 @@ class Builder {
     return this.#add(name, opts, { type: 'string', ...pick(opts, ['title', 'description', 'minLength', 'maxLength', 'format', 'default']) })
   }
 
-  #boolean (name: string, opts: AnyOptions): Builder {
-    const fail = this.#check(name)
+  number (name: string, opts: AnyOptions = {}): Builder {
+    return this.#numeric('number', name, opts)
+  }
+
+  integer (name: string, opts: AnyOptions = {}): Builder {
+    return this.#numeric('integer', name, opts)
+  }
+
+  boolean (name: string, opts: AnyOptions = {}): Builder {
+    const fail = this.#check(name, opts)
     if (opts.default !== undefined && typeof opts.default !== 'boolean') fail('default does not fit')
     return this.#add(name, opts, { type: 'boolean', ...pick(opts, ['title', 'description', 'default']) })
   }
 
-  #choose (name: string, choices: Choices, opts: AnyOptions): Builder {
-    const fail = this.#check(name)
+  choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+    const fail = this.#check(name, opts)
     const { values, titled } = choiceList(fail, choices)
     if (opts.default !== undefined && !values.includes(opts.default)) fail('default is not among the choices')
     const described = pick(opts, ['title', 'description'])
@@ -418,13 +312,13 @@ class Builder {
     return this.#add(name, opts, { type: 'string', ...described, ...choice, ...pick(opts, ['default']) })
   }
 
-  #chooseMany (name: string, choices: Choices, opts: AnyOptions): Builder {
-    const fail = this.#check(name)
+  chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+    const fail = this.#check(name, opts)
     const { values, titled } = choiceList(fail, choices)
     lengths(fail, opts, 'minItems', 'maxItems')
     const d = opts.default
     if (d !== undefined && (!Array.isArray(d) || d.length < (opts.minItems ?? 0) || d.length > (opts.maxItems ?? Infinity) ||
-      !d.every((v) => values.includes(v)))) {
+      !d.every((v) => values.includes(v)) || new Set(d).size !== d.length)) {
       fail('default does not fit')
     }
     const items = titled ? { anyOf: titled } : { type: 'string', enum: values }
@@ -432,7 +326,7 @@ class Builder {
   }
 
   #numeric (type: 'number' | 'integer', name: string, opts: AnyOptions): Builder {
-    const fail = this.#check(name)
+    const fail = this.#check(name, opts)
     const { minimum, maximum, default: d } = opts
     if (minimum !== undefined && maximum !== undefined && minimum > maximum) fail('minimum is greater than maximum')
     if (d !== undefined && (typeof d !== 'number' || (type === 'integer' && !Number.isInteger(d)) ||
@@ -443,9 +337,10 @@ class Builder {
   }
 
   /** Checks the name is new and returns the reporter of problems with this field. */
-  #check (name: string): (problem: string) => never {
-    if (typeof name !== 'string' || name === '') throw new TypeError('requestedSchema: a field name must be a non-empty string')
+  #check (name: string, opts: unknown): (problem: string) => never {
+    if (typeof name !== 'string' || name === '') throw new InvalidRequestedSchemaError('requestedSchema: a field name must be a non-empty string')
     const fail = failure(name)
+    if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) fail('options must be an object')
     if (this.#fields.some((f) => f.name === name)) fail('duplicate field name')
     return fail
   }
@@ -458,7 +353,7 @@ class Builder {
 }
 
 function failure (name: string): (problem: string) => never {
-  return (problem) => { throw new TypeError(`requestedSchema field ${JSON.stringify(name)}: ${problem}`) }
+  return (problem) => { throw new InvalidRequestedSchemaError(`requestedSchema field ${JSON.stringify(name)}: ${problem}`) }
 }
 
 /** Checks a pair of counts: each a non-negative integer, the first not above the second. */
@@ -490,4 +385,14 @@ const EMPTY = new Builder([])
 /** Starts an empty requested schema; add fields with the chainable methods. */
 export function requestedSchema (): RequestedSchemaBuilder {
   return EMPTY as unknown as RequestedSchemaBuilder
+}
+
+/** @internal The JSON text of a builder's schema; a hand-made object with a `schema` has it rendered. */
+export function schemaJson (builder: RequestedSchemaBuilder<object>): string {
+  return (builder as { [SCHEMA_JSON]?: string })[SCHEMA_JSON] ?? JSON.stringify(builder.schema)
+}
+
+/** @internal The digest standing for a builder's schema in ledger fingerprints. */
+export function schemaDigest (builder: RequestedSchemaBuilder<object>): string {
+  return (builder as { [SCHEMA_DIGEST]?: string })[SCHEMA_DIGEST] ?? digest('elicit', JSON.stringify(builder.schema))
 }

@@ -1,4 +1,6 @@
+import { knownFields, optionalFunction } from '../check.js'
 import type { McpContext } from '../context.js'
+import { DuplicateDefinitionError, InvalidDefinitionError } from '../errors.js'
 
 /**
  * Decides whether the caller may see and use a tool, prompt or resource. Hidden means absent:
@@ -44,14 +46,10 @@ export class Catalog<L, E extends Entry<L>> {
   }
 
   /** Checks what every new item needs: a key not taken, only known fields, a handler function. */
-  checkNew (key: string, where: string, definition: object, known: ReadonlySet<string>, handler: unknown): void {
-    if (this.#entries.has(key)) throw new TypeError(`mocapi: ${where} is already registered`)
-    checkFields(definition, known, where)
-    if (typeof handler !== 'function') throw new TypeError(`mocapi: ${where} needs a handler function`)
-  }
-
-  has (key: string): boolean {
-    return this.#entries.has(key)
+  checkNew (key: string, where: string, definition: Record<string, unknown>, known: ReadonlySet<string>, handler: unknown): void {
+    if (this.#entries.has(key)) throw new DuplicateDefinitionError(where)
+    knownFields(definition, known, where, InvalidDefinitionError)
+    if (typeof handler !== 'function') throw new InvalidDefinitionError(`${where} needs a handler function`)
   }
 
   values (): IterableIterator<E> {
@@ -65,13 +63,14 @@ export class Catalog<L, E extends Entry<L>> {
     this.#listed = undefined
   }
 
-  remove (key: string): boolean {
+  /** Removes an item; returns it, so its kind can release what it holds. */
+  remove (key: string): E | undefined {
     const entry = this.#entries.get(key)
-    if (entry === undefined) return false
+    if (entry === undefined) return undefined
     this.#entries.delete(key)
     if (entry.canAccess !== undefined) this.#guarded--
     this.#listed = undefined
-    return true
+    return entry
   }
 
   /** Every item's listed form, whoever asks. */
@@ -107,15 +106,7 @@ export function listedForm<T extends object> (definition: T): T {
   return listed as T
 }
 
-/** Refuses fields a definition does not know, naming the first one. */
-export function checkFields (value: object, known: ReadonlySet<string>, where: string): void {
-  for (const key of Object.keys(value)) {
-    if (!known.has(key)) throw new TypeError(`mocapi: ${where} has an unknown field "${key}"`)
-  }
-}
-
 /** Checks an optional `canAccess` field. */
 export function accessCheck (value: unknown, where: string): AccessCheck | undefined {
-  if (value !== undefined && typeof value !== 'function') throw new TypeError(`mocapi: ${where} canAccess must be a function`)
-  return value as AccessCheck | undefined
+  return optionalFunction<AccessCheck>(value, `${where} canAccess`, InvalidDefinitionError)
 }

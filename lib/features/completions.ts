@@ -1,3 +1,4 @@
+import { InvalidDefinitionError } from '../errors.js'
 import type { JsonObject } from '../protocol/wire.js'
 
 /** What a completer sees: the value typed so far and the other arguments already chosen. */
@@ -19,7 +20,7 @@ export function toCompleter (source: CompletionSource | undefined, where: string
   if (source === undefined) return undefined
   if (typeof source === 'function') return source
   if (!Array.isArray(source) || !source.every((value) => typeof value === 'string')) {
-    throw new TypeError(`mocapi: ${where} must be a function or an array of strings`)
+    throw new InvalidDefinitionError(`${where} must be a function or an array of strings`)
   }
   const values = [...source]
   return (value) => {

@@ -1,5 +1,5 @@
 import type { ResolvedOptions } from '../options.js'
-import { SUPPORTED_VERSIONS, type JsonObject } from '../protocol/wire.js'
+import type { JsonObject } from '../protocol/wire.js'
 
 /** How many of each kind are registered now. */
 export interface Registered {
@@ -11,7 +11,8 @@ export interface Registered {
 
 /** What the server advertises, derived from what is registered now. */
 export function capabilities (registered: Registered): JsonObject {
-  const caps: JsonObject = {}
+  // ctx.log can send notifications/message whatever is registered.
+  const caps: JsonObject = { logging: {} }
   if (registered.tools > 0) caps.tools = { listChanged: true }
   if (registered.prompts > 0) caps.prompts = { listChanged: true }
   if (registered.resources > 0) caps.resources = { listChanged: true, subscribe: true }
@@ -22,7 +23,7 @@ export function capabilities (registered: Registered): JsonObject {
 /** The `server/discover` result. */
 export function discover (options: ResolvedOptions, registered: Registered): JsonObject {
   const result: JsonObject = {
-    supportedVersions: SUPPORTED_VERSIONS,
+    supportedVersions: options.supportedVersions,
     capabilities: capabilities(registered),
     ttlMs: options.cache.discover.ttlMs,
     cacheScope: options.cache.discover.cacheScope,

@@ -1,9 +1,12 @@
+import { knownFields, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
-import { invalidParams } from '../errors.js'
-import type { InputRequiredResult, ReplayEngine } from '../mrtr/replay.js'
+import { InvalidDefinitionError, McpError, internalError, invalidParams } from '../errors.js'
+import { firstError, type SchemaCompiler, type Validator } from '../json-schema.js'
+import type { InputRequiredResult, ReplayEngine } from '../mrtr/engine.js'
 import { isPlainObject, type ContentBlock, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
-import { Catalog, accessCheck, checkFields, listedForm, type AccessCheck, type Entry } from './catalog.js'
+import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
+import type { Failures } from './failures.js'
 
 /** One argument of a prompt, as `prompts/list` shows it, plus how to complete it. */
 export interface PromptArgument {
@@ -52,8 +55,9 @@ interface Prompt extends Entry<PromptDefinition> {
   handler: PromptHandler
   /** How logs and errors name it, made once: `prompt <name>`. */
   label: string
-  required: string[]
-  known: Set<string>
+  /** The JSON Schema of its arguments: strings, the declared ones only, the required ones present. */
+  argumentsSchema: JsonObject
+  validateArguments: Validator
   completers: Map<string, Completer>
 }
 
@@ -66,35 +70,59 @@ function isMessages (value: unknown): value is PromptMessage[] {
 
 /** The prompts of one server: registration, `prompts/list` and `prompts/get`. */
 export class Prompts extends Catalog<PromptDefinition, Prompt> {
-  /** Registers a prompt; throws a TypeError naming the bad field. */
+  readonly #engine: ReplayEngine
+  readonly #compiler: SchemaCompiler
+  readonly #failures: Failures
+
+  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures) {
+    super()
+    this.#engine = engine
+    this.#compiler = compiler
+    this.#failures = failures
+  }
+
+  /** Registers a prompt; throws a registration error naming the bad field. */
   add (definition: PromptDefinition, handler: PromptHandler): void {
-    if (!isPlainObject(definition)) throw new TypeError('mocapi: a prompt definition must be an object')
+    plainObject(definition, 'a prompt definition', InvalidDefinitionError)
     const name = definition.name
-    if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: prompt name must be a non-empty string, got ${JSON.stringify(name)}`)
-    this.checkNew(name, `prompt "${name}"`, definition, PROMPT_FIELDS, handler)
+    if (typeof name !== 'string' || name === '') throw new InvalidDefinitionError(`prompt name must be a non-empty string, got ${JSON.stringify(name)}`)
+    const where = `prompt "${name}"`
+    this.checkNew(name, where, definition as unknown as Record<string, unknown>, PROMPT_FIELDS, handler)
     const args = definition.arguments ?? []
-    if (!Array.isArray(args)) throw new TypeError(`mocapi: prompt "${name}" arguments must be an array`)
-    const known = new Set<string>()
+    if (!Array.isArray(args)) throw new InvalidDefinitionError(`${where} arguments must be an array`)
+    const properties: JsonObject = {}
+    const required: string[] = []
     const completers = new Map<string, Completer>()
     const listedArgs = args.map((arg, i) => {
-      const where = `prompt "${name}" arguments[${i}]`
-      if (!isPlainObject(arg) || typeof arg.name !== 'string' || arg.name === '') throw new TypeError(`mocapi: ${where} needs a non-empty name`)
-      checkFields(arg, ARGUMENT_FIELDS, where)
-      if (known.has(arg.name)) throw new TypeError(`mocapi: ${where} repeats the argument "${arg.name}"`)
-      known.add(arg.name)
-      const completer = toCompleter(arg.complete, `${where}.complete`)
+      const at = `${where} arguments[${i}]`
+      if (!isPlainObject(arg) || typeof arg.name !== 'string' || arg.name === '') throw new InvalidDefinitionError(`${at} needs a non-empty name`)
+      knownFields(arg as unknown as Record<string, unknown>, ARGUMENT_FIELDS, at, InvalidDefinitionError)
+      if (Object.hasOwn(properties, arg.name)) throw new InvalidDefinitionError(`${at} repeats the argument "${arg.name}"`)
+      Object.defineProperty(properties, arg.name, { value: { type: 'string' }, enumerable: true, writable: true, configurable: true })
+      if (arg.required === true) required.push(arg.name)
+      const completer = toCompleter(arg.complete, `${at}.complete`)
       if (completer !== undefined) completers.set(arg.name, completer)
       return listedForm(arg)
     })
+    const canAccess = accessCheck(definition.canAccess, where)
+    const argumentsSchema = { type: 'object', properties, required, additionalProperties: false }
     this.put(name, {
       listed: listedForm(definition.arguments === undefined ? definition : { ...definition, arguments: listedArgs }),
-      canAccess: accessCheck(definition.canAccess, `prompt "${name}"`),
+      canAccess,
       handler: handler as PromptHandler,
       label: `prompt ${name}`,
-      required: args.filter((arg) => arg.required === true).map((arg) => arg.name),
-      known,
+      argumentsSchema,
+      validateArguments: this.#compiler.compile(argumentsSchema, `${where} arguments`),
       completers,
     })
+  }
+
+  /** Removes a prompt and releases its compiled arguments schema. */
+  delete (name: string): boolean {
+    const prompt = this.remove(name)
+    if (prompt === undefined) return false
+    this.#compiler.release(prompt.argumentsSchema)
+    return true
   }
 
   /** The completer of one argument, when the caller may see the prompt; -32602 otherwise. */
@@ -105,24 +133,32 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
   }
 
   /** Runs `prompts/get` through the replay engine. */
-  async get (ctx: McpContext, engine: ReplayEngine): Promise<GetPromptResult | InputRequiredResult> {
+  async get (ctx: McpContext): Promise<GetPromptResult | InputRequiredResult> {
     const name = ctx.params.name as string
     const prompt = await this.find(name, ctx)
     if (prompt === undefined) throw invalidParams(`Unknown prompt: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
-    for (const [key, value] of Object.entries(args)) {
-      if (!prompt.known.has(key)) throw invalidParams(`Unknown argument "${key}" for prompt ${name}`)
-      if (typeof value !== 'string') throw invalidParams(`Argument "${key}" of prompt ${name} must be a string`)
+    if (!prompt.validateArguments(args)) throw invalidParams(argumentsProblem(name, prompt.validateArguments))
+    const handler = prompt.handler
+    try {
+      const outcome = await this.#engine.run(ctx, prompt.label, () => handler(args as Record<string, string>, ctx))
+      if (!('complete' in outcome)) return outcome
+      const value = outcome.complete
+      if (typeof value === 'string') return { messages: [{ role: 'user', content: { type: 'text', text: value } }] }
+      if (isMessages(value)) return { messages: value }
+      if (isPlainObject(value) && isMessages(value.messages)) return value
+      throw new TypeError(`prompt ${name} returned neither a string, messages, nor a GetPromptResult`)
+    } catch (error) {
+      if (error instanceof McpError) throw error
+      throw internalError(this.#failures.handlerFailed(ctx, prompt.label, error), 200)
     }
-    for (const key of prompt.required) {
-      if (args[key] === undefined) throw invalidParams(`Missing required argument "${key}" for prompt ${name}`)
-    }
-    const outcome = await engine.run(ctx, prompt.label, () => prompt.handler(args as Record<string, string>, ctx))
-    if (!('complete' in outcome)) return outcome
-    const value = outcome.complete
-    if (typeof value === 'string') return { messages: [{ role: 'user', content: { type: 'text', text: value } }] }
-    if (isMessages(value)) return { messages: value }
-    if (isPlainObject(value) && isMessages(value.messages)) return value
-    throw new TypeError(`prompt ${name} returned neither a string, messages, nor a GetPromptResult`)
   }
+}
+
+/** The message of a failed arguments check, in the prompt's own words. */
+function argumentsProblem (name: string, validate: Validator): string {
+  const { keyword, path, params } = firstError(validate.errors)
+  if (keyword === 'additionalProperties') return `Unknown argument "${params.additionalProperty as string}" for prompt ${name}`
+  if (keyword === 'required') return `Missing required argument "${params.missingProperty as string}" for prompt ${name}`
+  return `Argument "${path[0]}" of prompt ${name} must be a string`
 }

@@ -33,7 +33,7 @@ export class McpRegistry {
 
   /** Removes a tool; true when it was registered. */
   removeTool (name: string): boolean {
-    return this.#changed('tools', this.#tools.remove(name))
+    return this.#changed('tools', this.#tools.delete(name))
   }
 
   /** The registered tools' definitions, in `tools/list` order. */
@@ -50,7 +50,7 @@ export class McpRegistry {
 
   /** Removes a prompt; true when it was registered. */
   removePrompt (name: string): boolean {
-    return this.#changed('prompts', this.#prompts.remove(name))
+    return this.#changed('prompts', this.#prompts.delete(name))
   }
 
   /** The registered prompts' definitions, in `prompts/list` order. */

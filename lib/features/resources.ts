@@ -1,10 +1,12 @@
+import { cacheHint, nonEmptyString, plainObject, type CacheHint } from '../check.js'
 import type { McpContext } from '../context.js'
-import { invalidParams } from '../errors.js'
-import type { InputRequiredResult, ReplayEngine } from '../mrtr/replay.js'
-import type { CacheHint } from '../options.js'
+import { InvalidDefinitionError, McpError, internalError, invalidParams } from '../errors.js'
+import type { InputRequiredResult, ReplayEngine } from '../mrtr/engine.js'
 import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry } from './catalog.js'
+import type { Failures } from './failures.js'
+import { UriTemplate } from './uri-template.js'
 
 /** A resource's definition, as `resources/list` shows it. */
 export interface ResourceDefinition {
@@ -59,56 +61,38 @@ export type ResourceHandler = (uri: string, ctx: McpContext) => ResourceReturn |
 export type ResourceTemplateHandler = (uri: string, variables: Record<string, string>, ctx: McpContext) =>
   ResourceReturn | undefined | Promise<ResourceReturn | undefined>
 
-interface Readable { mimeType?: string, cache: Required<CacheHint> | undefined }
+interface Readable { mimeType?: string, cache: Required<CacheHint> }
 interface Resource extends Readable, Entry<ResourceDefinition> { handler: ResourceHandler }
 interface Template extends Readable, Entry<ResourceTemplateDefinition> {
   handler: ResourceTemplateHandler
-  pattern: RegExp
-  variables: string[]
+  template: UriTemplate
   completers: Map<string, Completer>
 }
 
 const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeType', 'size', 'annotations', 'icons', '_meta', 'cache', 'canAccess'])
 const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache', 'canAccess'])
-const EXPRESSION = /\{([^}]*)\}/g
-const VARNAME = /^[A-Za-z0-9_]+$/
-// A level-1 expansion percent-encodes everything but unreserved characters.
-const EXPANDED = '((?:[A-Za-z0-9\\-._~]|%[0-9A-Fa-f]{2})+)'
 
-function cacheOf (cache: unknown, where: string): Required<CacheHint> | undefined {
-  if (cache === undefined) return undefined
-  if (!isPlainObject(cache) || !Number.isSafeInteger(cache.ttlMs) || (cache.ttlMs as number) < 0 ||
-    (cache.cacheScope !== 'public' && cache.cacheScope !== 'private')) {
-    throw new TypeError(`mocapi: ${where} cache must be { ttlMs: non-negative integer, cacheScope: 'public' | 'private' }`)
-  }
-  return { ttlMs: cache.ttlMs as number, cacheScope: cache.cacheScope }
-}
-
-/** Compiles a level-1 URI template into a matcher; throws on anything beyond `{name}`. */
-export function compileTemplate (template: string, where: string): { pattern: RegExp, variables: string[] } {
-  if (/[{}]/.test(template.replace(EXPRESSION, ''))) throw new TypeError(`mocapi: ${where} has an unbalanced brace`)
-  const variables: string[] = []
-  let source = '^'
-  let last = 0
-  for (const match of template.matchAll(EXPRESSION)) {
-    const name = match[1]
-    if (!VARNAME.test(name)) throw new TypeError(`mocapi: ${where} uses "{${name}}": only RFC 6570 level-1 expressions like {id} are supported`)
-    if (variables.includes(name)) throw new TypeError(`mocapi: ${where} repeats the variable "${name}"`)
-    variables.push(name)
-    source += escape(template.slice(last, match.index)) + EXPANDED
-    last = match.index + match[0].length
-  }
-  return { pattern: new RegExp(source + escape(template.slice(last)) + '$'), variables }
-}
-
-function escape (text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+/** Settings the resources of one server share. */
+export interface ResourceSettings {
+  /** Caching hints of a read whose resource sets none. */
+  cache: Required<CacheHint>
+  /** Longest URI read, in characters. */
+  maxUriLength: number
 }
 
 /** The resources and resource templates of one server. */
 export class Resources {
   readonly #resources = new Catalog<ResourceDefinition, Resource>()
   readonly #templates = new Catalog<ResourceTemplateDefinition, Template>()
+  readonly #engine: ReplayEngine
+  readonly #settings: ResourceSettings
+  readonly #failures: Failures
+
+  constructor (engine: ReplayEngine, settings: ResourceSettings, failures: Failures) {
+    this.#engine = engine
+    this.#settings = settings
+    this.#failures = failures
+  }
 
   get size (): number {
     return this.#resources.size + this.#templates.size
@@ -118,56 +102,65 @@ export class Resources {
     return this.#templates.size
   }
 
+  /** The caching hint of a read: the item's own, else the server's; private whenever who may read it depends on the caller. */
+  #cacheOf (cache: unknown, where: string, guarded: boolean): Required<CacheHint> {
+    const hint = cacheHint(cache, `${where} cache`, this.#settings.cache, InvalidDefinitionError)
+    return guarded ? { ttlMs: hint.ttlMs, cacheScope: 'private' } : hint
+  }
+
   /** Registers a resource at a fixed URI. */
   add (definition: ResourceDefinition, handler: ResourceHandler): void {
-    if (!isPlainObject(definition)) throw new TypeError('mocapi: a resource definition must be an object')
+    plainObject(definition, 'a resource definition', InvalidDefinitionError)
     const { uri, name } = definition
-    if (typeof uri !== 'string' || !URL.canParse(uri)) throw new TypeError(`mocapi: resource uri must be an absolute URI, got ${JSON.stringify(uri)}`)
-    if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: resource "${uri}" needs a non-empty name`)
-    this.#resources.checkNew(uri, `resource "${uri}"`, definition, RESOURCE_FIELDS, handler)
+    if (typeof uri !== 'string' || !URL.canParse(uri) || uri.length > this.#settings.maxUriLength) {
+      throw new InvalidDefinitionError(`resource uri must be an absolute URI of at most ${this.#settings.maxUriLength} characters, got ${JSON.stringify(uri)}`)
+    }
+    const where = `resource "${uri}"`
+    nonEmptyString(name, `${where} name`, InvalidDefinitionError)
+    this.#resources.checkNew(uri, where, definition as unknown as Record<string, unknown>, RESOURCE_FIELDS, handler)
+    const canAccess = accessCheck(definition.canAccess, where)
     this.#resources.put(uri, {
       listed: listedForm(definition),
-      canAccess: accessCheck(definition.canAccess, `resource "${uri}"`),
+      canAccess,
       handler,
       mimeType: definition.mimeType,
-      cache: cacheOf(definition.cache, `resource "${uri}"`),
+      cache: this.#cacheOf(definition.cache, where, canAccess !== undefined),
     })
   }
 
   /** Registers a resource template. */
   addTemplate (definition: ResourceTemplateDefinition, handler: ResourceTemplateHandler): void {
-    if (!isPlainObject(definition)) throw new TypeError('mocapi: a resource template definition must be an object')
+    plainObject(definition, 'a resource template definition', InvalidDefinitionError)
     const { uriTemplate, name } = definition
-    if (typeof uriTemplate !== 'string' || uriTemplate === '') throw new TypeError(`mocapi: uriTemplate must be a non-empty string, got ${JSON.stringify(uriTemplate)}`)
+    nonEmptyString(uriTemplate, 'uriTemplate', InvalidDefinitionError)
     const where = `resource template "${uriTemplate}"`
-    if (typeof name !== 'string' || name === '') throw new TypeError(`mocapi: ${where} needs a non-empty name`)
-    this.#templates.checkNew(uriTemplate, where, definition, TEMPLATE_FIELDS, handler)
-    const { pattern, variables } = compileTemplate(uriTemplate, where)
+    nonEmptyString(name, `${where} name`, InvalidDefinitionError)
+    this.#templates.checkNew(uriTemplate, where, definition as unknown as Record<string, unknown>, TEMPLATE_FIELDS, handler)
+    const template = new UriTemplate(uriTemplate, where)
     const completers = new Map<string, Completer>()
-    const complete = definition.complete ?? {}
-    if (!isPlainObject(complete)) throw new TypeError(`mocapi: ${where} complete must be an object keyed by variable`)
+    const complete = plainObject(definition.complete ?? {}, `${where} complete`, InvalidDefinitionError)
     for (const [variable, source] of Object.entries(complete)) {
-      if (!variables.includes(variable)) throw new TypeError(`mocapi: ${where} complete names "${variable}", which is not one of its variables`)
-      completers.set(variable, toCompleter(source, `${where} complete.${variable}`)!)
+      if (!template.variables.includes(variable)) throw new InvalidDefinitionError(`${where} complete names "${variable}", which is not one of its variables`)
+      completers.set(variable, toCompleter(source as CompletionSource, `${where} complete.${variable}`)!)
     }
+    const canAccess = accessCheck(definition.canAccess, where)
     this.#templates.put(uriTemplate, {
       listed: listedForm(definition),
-      canAccess: accessCheck(definition.canAccess, where),
+      canAccess,
       handler,
-      pattern,
-      variables,
+      template,
       completers,
       mimeType: definition.mimeType,
-      cache: cacheOf(definition.cache, where),
+      cache: this.#cacheOf(definition.cache, where, canAccess !== undefined),
     })
   }
 
   remove (uri: string): boolean {
-    return this.#resources.remove(uri)
+    return this.#resources.remove(uri) !== undefined
   }
 
   removeTemplate (uriTemplate: string): boolean {
-    return this.#templates.remove(uriTemplate)
+    return this.#templates.remove(uriTemplate) !== undefined
   }
 
   list (): ResourceDefinition[] {
@@ -198,34 +191,39 @@ export class Resources {
     return template.completers.get(variable)
   }
 
-  /** Runs `resources/read`: a fixed resource first, then the first template that matches. */
-  async read (ctx: McpContext, engine: ReplayEngine, fallback: Required<CacheHint>): Promise<JsonObject | InputRequiredResult> {
-    const uri = ctx.params.uri as string
-    const notFound = () => invalidParams('Resource not found', 200, { uri })
-    let entry: Readable | undefined
-    let run: (() => ResourceReturn | undefined | Promise<ResourceReturn | undefined>) | undefined
+  /**
+   * What serves `uri` for `ctx`'s caller: the fixed resource, else the first template that
+   * matches; a hidden one is passed over exactly as an absent one is.
+   */
+  async resolve (uri: string, ctx: McpContext): Promise<{ entry: Readable, run: () => ResourceReturn | undefined | Promise<ResourceReturn | undefined> } | undefined> {
     const resource = await this.#resources.find(uri, ctx)
-    if (resource !== undefined) {
-      entry = resource
-      run = () => resource.handler(uri, ctx)
-    } else if (!this.#resources.has(uri)) {
-      for (const template of this.#templates.values()) {
-        const match = template.pattern.exec(uri)
-        if (match === null || !(await allowed(template, ctx))) continue
-        const variables: Record<string, string> = {}
-        template.variables.forEach((name, i) => { variables[name] = decodeURIComponent(match[i + 1]) })
-        entry = template
-        run = () => template.handler(uri, variables, ctx)
-        break
-      }
+    if (resource !== undefined) return { entry: resource, run: () => resource.handler(uri, ctx) }
+    for (const template of this.#templates.values()) {
+      const variables = template.template.match(uri)
+      if (variables === undefined || !(await allowed(template, ctx))) continue
+      return { entry: template, run: () => template.handler(uri, variables, ctx) }
     }
-    if (entry === undefined || run === undefined) throw notFound()
-    const outcome = await engine.run(ctx, `resource ${uri}`, run)
-    if (!('complete' in outcome)) return outcome
-    if (outcome.complete === undefined || outcome.complete === null) throw notFound()
-    const contents = toContents(outcome.complete, uri, entry.mimeType)
-    const cache = entry.cache ?? fallback
-    return { contents, ttlMs: cache.ttlMs, cacheScope: cache.cacheScope }
+    return undefined
+  }
+
+  /** Runs `resources/read`: a fixed resource first, then the first template that matches. */
+  async read (ctx: McpContext): Promise<JsonObject | InputRequiredResult> {
+    const uri = ctx.params.uri as string
+    if (uri.length > this.#settings.maxUriLength) throw invalidParams(`params.uri is longer than ${this.#settings.maxUriLength} characters`)
+    const notFound = () => invalidParams('Resource not found', 200, { uri })
+    const found = await this.resolve(uri, ctx)
+    if (found === undefined) throw notFound()
+    try {
+      const outcome = await this.#engine.run(ctx, `resource ${uri}`, found.run)
+      if (!('complete' in outcome)) return outcome
+      const value = outcome.complete
+      if (value === undefined || value === null) throw notFound()
+      const contents = toContents(value, uri, found.entry.mimeType)
+      return { contents, ttlMs: found.entry.cache.ttlMs, cacheScope: found.entry.cache.cacheScope }
+    } catch (error) {
+      if (error instanceof McpError) throw error
+      throw internalError(this.#failures.handlerFailed(ctx, `resource ${uri}`, error), 200)
+    }
   }
 }
 

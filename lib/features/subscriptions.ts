@@ -1,4 +1,4 @@
-import type { McpContext } from '../context.js'
+import { streamOf, type McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 
@@ -79,7 +79,7 @@ export class Subscriptions {
   listen (ctx: McpContext): Promise<JsonObject> {
     const filter = readFilter(ctx.params.notifications as JsonObject)
     const meta = { [META_SUBSCRIPTION_ID]: ctx.id }
-    const sink = ctx.sink
+    const sink = streamOf(ctx)
     return new Promise((resolve) => {
       const stream = {
         deliver: (event: ChangeEvent) => {

@@ -1,10 +1,11 @@
-import type { ValidateFunction } from 'ajv'
+import { isPlainObject, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
-import { McpError, invalidParams } from '../errors.js'
-import type { ReplayEngine, InputRequiredResult } from '../mrtr/replay.js'
-import { isPlainObject, type CallToolResult, type ContentBlock, type JsonObject } from '../protocol/wire.js'
+import { InvalidDefinitionError, McpError, invalidParams } from '../errors.js'
+import { describeErrors, type SchemaCompiler, type Validator } from '../json-schema.js'
+import type { InputRequiredResult, ReplayEngine } from '../mrtr/engine.js'
+import type { CallToolResult, ContentBlock, JsonObject, JsonValue } from '../protocol/wire.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import { compileSchema, describeErrors } from './schema-compiler.js'
+import type { Failures } from './failures.js'
 
 /** What `tools/list` tells clients about a tool. */
 export interface ToolDefinition {
@@ -24,10 +25,12 @@ export interface ToolDefinition {
 }
 
 /**
- * What a tool handler may return: a string (one text block), a `CallToolResult`, or, for a
- * tool with an `outputSchema`, the structured value itself.
+ * What a tool handler may return: a string (one text block), content blocks, a whole
+ * `CallToolResult`, or any other JSON value (an object of plain data, a number, …), which becomes
+ * the structured content of a tool with an `outputSchema` and one text block of its JSON
+ * otherwise. `undefined` is a result without content.
  */
-export type ToolReturn = string | CallToolResult | ContentBlock[] | unknown
+export type ToolReturn = string | ContentBlock[] | CallToolResult | JsonValue | object | undefined
 
 /** A tool handler: `(args, ctx)`. It re-runs from the top on every input-required round. */
 export type ToolHandler<Args = Record<string, any>> = (args: Args, ctx: McpContext) => ToolReturn | Promise<ToolReturn>
@@ -36,8 +39,10 @@ interface Tool extends Entry<ToolDefinition> {
   handler: ToolHandler
   /** How logs and errors name it, made once: `tool <name>`. */
   label: string
-  validateInput: ValidateFunction
-  validateOutput: ValidateFunction | undefined
+  inputSchema: JsonObject
+  outputSchema: JsonObject | undefined
+  validateInput: Validator
+  validateOutput: Validator | undefined
 }
 
 // The spec recommends [A-Za-z0-9_.-]; mocapi only refuses what no header or list can carry.
@@ -55,47 +60,77 @@ function isContent (value: unknown): value is ContentBlock[] {
 
 /** The tools of one server: registration, `tools/list` and `tools/call`. */
 export class Tools extends Catalog<ToolDefinition, Tool> {
-  /** Registers a tool; throws a TypeError naming the bad field. Schemas compile here, once. */
+  readonly #engine: ReplayEngine
+  readonly #compiler: SchemaCompiler
+  readonly #failures: Failures
+
+  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures) {
+    super()
+    this.#engine = engine
+    this.#compiler = compiler
+    this.#failures = failures
+  }
+
+  /** Registers a tool; throws a registration error naming the bad field. Schemas compile here, once. */
   add (definition: ToolDefinition, handler: ToolHandler): void {
-    if (!isPlainObject(definition)) throw new TypeError('mocapi: a tool definition must be an object')
+    plainObject(definition, 'a tool definition', InvalidDefinitionError)
     const name = definition.name
     if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
-      throw new TypeError(`mocapi: tool name must be 1-128 characters without spaces or control characters, got ${JSON.stringify(name)}`)
+      throw new InvalidDefinitionError(`tool name must be 1-128 characters without spaces or control characters, got ${JSON.stringify(name)}`)
     }
-    this.checkNew(name, `tool "${name}"`, definition, KNOWN_FIELDS, handler)
+    const where = `tool "${name}"`
+    this.checkNew(name, where, definition as unknown as Record<string, unknown>, KNOWN_FIELDS, handler)
     const inputSchema = definition.inputSchema ?? NO_ARGUMENTS
     if (!isPlainObject(inputSchema) || inputSchema.type !== 'object') {
-      throw new TypeError(`mocapi: tool "${name}" inputSchema must be an object schema with type: 'object'`)
+      throw new InvalidDefinitionError(`${where} inputSchema must be an object schema with type: 'object'`)
     }
     const outputSchema = definition.outputSchema
-    if (outputSchema !== undefined && !isPlainObject(outputSchema)) {
-      throw new TypeError(`mocapi: tool "${name}" outputSchema must be a JSON Schema object`)
+    if (outputSchema !== undefined) plainObject(outputSchema, `${where} outputSchema`, InvalidDefinitionError)
+    const canAccess = accessCheck(definition.canAccess, where)
+    const validateInput = this.#compiler.compile(inputSchema, `${where} inputSchema`)
+    let validateOutput
+    try {
+      validateOutput = outputSchema === undefined ? undefined : this.#compiler.compile(outputSchema, `${where} outputSchema`)
+    } catch (error) {
+      this.#compiler.release(inputSchema)
+      throw error
     }
     this.put(name, {
       listed: listedForm({ ...definition, inputSchema }),
-      canAccess: accessCheck(definition.canAccess, `tool "${name}"`),
+      canAccess,
       handler: handler as ToolHandler,
       label: `tool ${name}`,
-      validateInput: compileSchema(inputSchema, `tool "${name}" inputSchema`),
-      validateOutput: outputSchema === undefined ? undefined : compileSchema(outputSchema, `tool "${name}" outputSchema`),
+      inputSchema,
+      outputSchema,
+      validateInput,
+      validateOutput,
     })
   }
 
+  /** Removes a tool and releases its compiled schemas. */
+  delete (name: string): boolean {
+    const tool = this.remove(name)
+    if (tool === undefined) return false
+    this.#compiler.release(tool.inputSchema)
+    if (tool.outputSchema !== undefined) this.#compiler.release(tool.outputSchema)
+    return true
+  }
+
   /** Runs `tools/call` through the replay engine. */
-  async call (ctx: McpContext, engine: ReplayEngine): Promise<CallToolResult | InputRequiredResult> {
+  async call (ctx: McpContext): Promise<CallToolResult | InputRequiredResult> {
     const name = ctx.params.name as string
     let tool = this.find(name, ctx)
     if (tool instanceof Promise) tool = await tool
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
+    const handler = tool.handler
     let outcome
     try {
-      outcome = await engine.run(ctx, tool.label, () => tool.handler(args, ctx))
+      outcome = await this.#engine.run(ctx, tool.label, () => handler(args, ctx))
     } catch (error) {
       if (error instanceof McpError) throw error
-      ctx.request.log.debug({ err: error }, 'mocapi tool handler threw')
-      return errorResult(error instanceof Error ? error.message : String(error))
+      return errorResult(this.#failures.handlerFailed(ctx, tool.label, error))
     }
     return 'complete' in outcome ? this.#result(tool, outcome.complete) : outcome
   }

@@ -1,166 +1,160 @@
-import { digest } from '../digest.js'
-import { ElicitationLedgerMismatchError, invalidParams, missingCapability } from '../errors.js'
+import { bindAsker, principalState, type McpContext } from '../context.js'
+import type { FormAnswers } from '../elicitation/answers.js'
+import { InvalidRequestStateError, invalidParams, invalidRequest } from '../errors.js'
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
-import type { LedgerEntry } from './codec.js'
+import type { LedgerEntry, RequestStateCodec } from './codec.js'
+import { ReplayPass } from './pass.js'
+import { TokenTooLongError } from './seal.js'
 
-/** Checks and normalises an answer from `inputResponses` before it enters the ledger. */
-export type AnswerCheck = (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string }
-
-/**
- * One input request as the engine sees it: the text its fingerprint is taken over, and the
- * wire request itself, built only when the request is actually sent (a replayed round that
- * finds the answer in the ledger never needs it).
- */
-export interface Question {
-  /** With `text`, identifies the request: equal for equal requests, different otherwise. */
-  readonly tag: string
-  readonly text: string
-  build (): InputRequest
+/** The wire shape of an `input_required` result. */
+export interface InputRequiredResult {
+  resultType: 'input_required'
+  inputRequests: Record<string, InputRequest>
+  requestState: string
 }
 
-/** A question whose wire request is already made: its text is the request's JSON. */
-export function questionOf (request: InputRequest): Question {
-  return { tag: 'json', text: JSON.stringify(request), build: () => request }
+/** Params fields that are not part of a request's target: they change from round to round. */
+function isRoundField (key: string): boolean {
+  return key === '_meta' || key === 'inputResponses' || key === 'requestState'
 }
 
-// Default keys (`elicit-1`, …) made once: a key built per call is a fresh string, which every
-// lookup by it (in inputResponses, in the ledger) first has to hash.
-const defaultKeys = new Map<string, string[]>()
-const MAX_DEFAULT_KEYS = 64
-
-function defaultKey (prefix: string, ordinal: number): string {
-  if (ordinal >= MAX_DEFAULT_KEYS) return `${prefix}-${ordinal + 1}`
-  let keys = defaultKeys.get(prefix)
-  if (keys === undefined) {
-    keys = []
-    defaultKeys.set(prefix, keys)
+/** The fields of a request's params that name its target; `_meta` and the MRTR fields are not part of it. */
+export function originalParamsOf (params: JsonObject): JsonObject {
+  const original: JsonObject = {}
+  for (const key of Object.keys(params)) {
+    if (!isRoundField(key)) original[key] = params[key]
   }
-  return (keys[ordinal] ??= `${prefix}-${ordinal + 1}`)
+  return original
 }
 
-/** How one pass of a handler ended. */
-export type PassOutcome<T> =
-  | { kind: 'complete', value: T }
-  | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[] }
+/** Whether two JSON values are equal, whatever the key order of their objects. */
+function jsonEqual (a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false
+    return true
+  }
+  if (Array.isArray(b)) return false
+  const keys = Object.keys(a)
+  if (keys.length !== Object.keys(b).length) return false
+  for (const key of keys) {
+    if (!Object.hasOwn(b, key) || !jsonEqual((a as JsonObject)[key], (b as JsonObject)[key])) return false
+  }
+  return true
+}
 
-/**
- * A promise that never settles, made fresh for each yield: a shared one would keep every
- * suspended handler (and its request) reachable through its reaction list forever.
- */
-function never (): Promise<never> {
-  return new Promise<never>(() => {})
+/** Whether a retry's params name the same target and arguments as the token's `originalParams`. */
+function sameParams (original: JsonObject, params: JsonObject): boolean {
+  let count = 0
+  for (const key of Object.keys(params)) {
+    if (isRoundField(key)) continue
+    if (!Object.hasOwn(original, key) || !jsonEqual(original[key], params[key])) return false
+    count++
+  }
+  return count === Object.keys(original).length
+}
+
+/** The refusal of an interactive round for a caller who is authenticated but has no principal to bind. */
+function unboundPrincipal (): Error {
+  return invalidRequest('This request is authenticated, but mocapi found no principal to bind its requestState to ' +
+    '(request.user has no string or numeric sub): the server must set the principal option', 403)
+}
+
+/** What a verified requestState restores for the retry. */
+interface Restored {
+  ledger: LedgerEntry[]
+  round: number
 }
 
 /**
- * The fingerprint kept in a ledger slot: a digest of the input key and the question. It only
- * has to tell a handler that asks something else on replay (the token itself is
- * authenticated), so a fast 53-bit digest will do.
+ * Runs handlers under the replay pattern (docs/decisions/0001-elicitation-by-replay.md): on a
+ * retry, restores the ledger from the request's requestState after checking the token against
+ * the caller; runs one pass of the handler with the context bound to it; and when the pass
+ * yields, seals the ledger into a fresh token.
  */
-export function fingerprint (key: string, question: Pick<Question, 'tag' | 'text'>): string {
-  return digest(key, question.tag, question.text)
-}
+export class ReplayEngine {
+  readonly #codec: RequestStateCodec
+  readonly #maxRounds: number
+  readonly #forms: FormAnswers
+  readonly #budget: number
+  // Default keys (`elicit-1`, …) made once: a key built per call is a fresh string, which every
+  // lookup by it (in inputResponses, in the ledger) first has to hash.
+  readonly #defaultKeys = new Map<string, string[]>()
 
-/**
- * One run of a handler under the replay pattern (ADR-0021). The Nth input request reached
- * in the run (its ordinal) reads ledger slot N: answered slots return their answer at once;
- * the first unanswered ones end the pass with an `input_required` outcome.
- *
- * An unanswered request returns a promise that never settles, so a handler's own
- * try/catch cannot swallow the yield: the pass settles from outside the handler.
- */
-export class ReplayPass {
-  readonly #ledger: LedgerEntry[]
-  readonly #responses: JsonObject | undefined
-  #ordinal = 0
-  #pending: Record<string, InputRequest> | undefined
-  #closed = false
-  #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
-  #reject: ((error: unknown) => void) | undefined
-
-  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined) {
-    this.#ledger = ledger
-    this.#responses = responses
+  constructor (codec: RequestStateCodec, maxRounds: number, forms: FormAnswers) {
+    this.#codec = codec
+    this.#maxRounds = maxRounds
+    this.#forms = forms
+    // The bytes a token of maxTokenLength characters carries: what one round's new slots can never pass.
+    this.#budget = Math.floor(codec.maxTokenLength * 3 / 4)
   }
 
-  /** Slots answered so far, and slots waiting for an answer. */
-  get counts (): { answered: number, pending: number } {
-    let answered = 0
-    for (const slot of this.#ledger) if ('r' in slot) answered++
-    return { answered, pending: this.#ledger.length - answered }
-  }
-
-  /** Runs `fn` once; settles with its value, or with the input this pass still needs. */
-  run<T> (fn: () => T | PromiseLike<T>): Promise<PassOutcome<T>> {
-    return new Promise<PassOutcome<T>>((resolve, reject) => {
-      this.#resolve = resolve as (outcome: PassOutcome<unknown>) => void
-      this.#reject = reject
-      let value
-      try {
-        value = fn()
-      } catch (error) {
-        this.#fail(error)
-        return
-      }
-      // A handler that returns a plain value completes without a detour through a promise.
-      if (typeof (value as PromiseLike<T> | undefined)?.then !== 'function') this.#settle({ kind: 'complete', value })
-      else {
-        (value as PromiseLike<T>).then(
-          (result) => this.#settle({ kind: 'complete', value: result }),
-          (error: unknown) => this.#fail(error))
-      }
-    })
+  #key = (prefix: string, ordinal: number): string => {
+    if (ordinal >= 64) return `${prefix}-${ordinal + 1}`
+    let keys = this.#defaultKeys.get(prefix)
+    if (keys === undefined) {
+      keys = []
+      this.#defaultKeys.set(prefix, keys)
+    }
+    return (keys[ordinal] ??= `${prefix}-${ordinal + 1}`)
   }
 
   /**
-   * Asks for one input: the stored answer when the ledger has it, else a yield. `key` defaults
-   * to `<prefix>-<ordinal>`; `missing` names the client capabilities the request needs and the
-   * request's `_meta` lacks, if any.
+   * Verifies a retry's requestState: integrity, TTL, principal, method, then target and
+   * arguments. Any failure throws an InvalidRequestStateError with one opaque message.
    */
-  ask (question: Question, key: string | undefined, prefix: string, accept: AnswerCheck, missing: Record<string, unknown> | undefined): Promise<unknown> {
-    if (this.#closed) return never()
-    const ordinal = this.#ordinal
-    const ledger = this.#ledger
-    key ??= defaultKey(prefix, ordinal)
-    // Every ordinal before this one has its slot, under the key it was asked with in this pass.
-    for (let i = 0; i < ordinal; i++) {
-      if (ledger[i].k === key) return Promise.reject(new TypeError(`Input key "${key}" is used twice in one request: keys must be unique`))
-    }
-    this.#ordinal++
-
-    const slot = ledger[ordinal] as LedgerEntry | undefined
-    const print = fingerprint(key, question)
-    if (slot !== undefined) {
-      if (slot.f !== print) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1))
-      if ('r' in slot) return Promise.resolve(slot.r)
-    }
-    const incoming = this.#responses?.[key]
-    if (incoming !== undefined) {
-      const checked = accept(incoming)
-      if (!checked.ok) return this.#fail(invalidParams(`inputResponses.${key}: ${checked.message}`))
-      ledger[ordinal] = { k: key, f: print, r: checked.value }
-      return Promise.resolve(checked.value)
-    }
-    if (missing !== undefined) return this.#fail(missingCapability(missing))
-    ledger[ordinal] = { k: key, f: print }
-    if (this.#pending === undefined) {
-      this.#pending = {}
-      setImmediate(() => this.#settle({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
-    }
-    this.#pending[key] = question.build()
-    return never()
+  #restore (token: string, ctx: McpContext): Restored {
+    const payload = this.#codec.decode(token)
+    if (payload.principal !== ctx.principal) throw new InvalidRequestStateError('principal mismatch')
+    if (payload.method !== ctx.method) throw new InvalidRequestStateError('method mismatch')
+    if (!sameParams(payload.originalParams, ctx.params)) throw new InvalidRequestStateError('target or arguments mismatch')
+    return { ledger: payload.ledger, round: payload.round ?? 0 }
   }
 
-  #settle (outcome: PassOutcome<unknown>): void {
-    if (this.#closed) return
-    this.#closed = true
-    this.#resolve!(outcome)
-  }
-
-  #fail (error: unknown): Promise<never> {
-    if (!this.#closed) {
-      this.#closed = true
-      this.#reject!(error)
+  /**
+   * Runs a handler once under the replay pattern, bound to `ctx` (its `ctx.elicit` and kin ask
+   * through the pass). Resolves with its value, or with the `input_required` result that asks
+   * for what the pass still needs.
+   */
+  async run<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<{ complete: T } | InputRequiredResult> {
+    const token = ctx.params.requestState
+    const bound = principalState(ctx) !== 'unbound'
+    let restored: Restored | undefined
+    if (typeof token === 'string') {
+      if (!bound) throw unboundPrincipal()
+      restored = this.#restore(token, ctx)
     }
-    return never()
+    const round = restored === undefined ? 0 : restored.round
+    const pass = new ReplayPass(restored === undefined ? [] : restored.ledger, ctx.params.inputResponses as JsonObject | undefined, this.#key, this.#forms, this.#budget)
+    bindAsker(ctx, pass)
+    const outcome = await pass.run(fn)
+    const log = ctx.logger
+    if (log.level === 'debug' || log.level === 'trace') {
+      const counts = pass.counts
+      log.debug({ mcp: { handler: label, round: round + 1, answered: counts.answered, pending: counts.pending } }, 'mocapi replay pass')
+    }
+    if (outcome.kind === 'complete') return { complete: outcome.value }
+    if (!bound) throw unboundPrincipal()
+    if (round >= this.#maxRounds) {
+      throw invalidParams(`${label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
+    }
+    let requestState
+    try {
+      requestState = this.#codec.encode({
+        method: ctx.method,
+        originalParams: originalParamsOf(ctx.params),
+        ledger: outcome.ledger,
+        principal: ctx.principal,
+        round: round + 1,
+      })
+    } catch (error) {
+      if (error instanceof TokenTooLongError) {
+        throw invalidParams(`${label} asked for more input than a requestState token holds (${error.length} characters, requestState.maxTokenLength is ${this.#codec.maxTokenLength})`)
+      }
+      throw error
+    }
+    return { resultType: 'input_required', inputRequests: outcome.inputRequests, requestState }
   }
 }

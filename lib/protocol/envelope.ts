@@ -1,17 +1,19 @@
+/**
+ * The JSON-RPC envelope of a POSTed message, and the MCP 2026-07-28 request envelope: the
+ * `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, and `_meta`.
+ */
 import type { IncomingHttpHeaders } from 'node:http'
-import { headerMismatch, invalidParams, invalidRequest, unsupportedVersion } from '../errors.js'
+import { headerMismatch, invalidParams, invalidRequest } from '../errors.js'
 import {
   META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, LOGGING_LEVELS,
-  SUPPORTED_VERSIONS, isPlainObject, type JsonObject, type RequestId, type RequestMeta,
+  isPlainObject, type JsonObject, type RequestId, type RequestMeta,
 } from './wire.js'
 
-/** A JSON-RPC request that passed the envelope checks. */
-export interface RequestEnvelope {
-  id: RequestId
-  method: string
-  params: JsonObject
-  meta: RequestMeta
-}
+/** One POSTed JSON-RPC message, taken apart. */
+export type Message =
+  | { kind: 'request', id: RequestId, method: string, params: JsonObject }
+  | { kind: 'notification', method: string, params: JsonObject }
+  | { kind: 'response', id: RequestId, result: unknown, error: unknown }
 
 /** The id of a JSON-RPC message, when it has a usable one; errors echo it. */
 export function idOf (body: unknown): RequestId | null {
@@ -20,26 +22,32 @@ export function idOf (body: unknown): RequestId | null {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null
 }
 
-/**
- * Checks the JSON-RPC shape of a POSTed message. Returns `null` for a notification,
- * the method name for a request.
- */
-export function readMessage (body: unknown): { method: string, notification: boolean } {
+/** Checks the JSON-RPC shape of a POSTed message: one request, notification or response. */
+export function readMessage (body: unknown): Message {
   if (Array.isArray(body)) throw invalidRequest('Batch requests are not supported: send one JSON-RPC message per POST')
   if (!isPlainObject(body)) throw invalidRequest('The body must be a JSON-RPC request object')
   if (body.jsonrpc !== '2.0') throw invalidRequest('jsonrpc must be "2.0"')
-  if (typeof body.method !== 'string' || body.method === '') {
-    throw invalidRequest('method must be a non-empty string (clients must not POST responses)')
+  if (body.method === undefined && ('result' in body || 'error' in body)) {
+    const id = idOf(body)
+    if (id === null) throw invalidRequest('id must be a string or a number')
+    if ('result' in body === 'error' in body) throw invalidRequest('A response carries either result or error')
+    return { kind: 'response', id, result: body.result, error: body.error }
   }
-  if (!('id' in body)) return { method: body.method, notification: true }
-  if (idOf(body) === null) throw invalidRequest('id must be a string or a number')
+  if (typeof body.method !== 'string' || body.method === '') throw invalidRequest('method must be a non-empty string')
   if (body.params !== undefined && !isPlainObject(body.params)) throw invalidRequest('params must be an object')
-  return { method: body.method, notification: false }
+  const params = (body.params ?? {}) as JsonObject
+  if (!('id' in body)) return { kind: 'notification', method: body.method, params }
+  const id = idOf(body)
+  if (id === null) throw invalidRequest('id must be a string or a number')
+  return { kind: 'request', id, method: body.method, params }
 }
+
+/** The params field each targeted method's `Mcp-Name` header must match. */
+const NAME_FIELDS: Readonly<Record<string, 'name' | 'uri'>> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' }
 
 // Node joins a repeated header into one string (only set-cookie stays a list), so a
 // repeated MCP header reads as `a, b` and fails the comparison with the body.
-function header (headers: IncomingHttpHeaders, name: string): string | undefined {
+export function header (headers: IncomingHttpHeaders, name: string): string | undefined {
   return headers[name] as string | undefined
 }
 
@@ -56,7 +64,8 @@ export function decodeNameHeader (value: string): string | undefined {
   return Buffer.from(match[1], 'base64').toString('utf8')
 }
 
-function checkMeta (params: JsonObject): RequestMeta {
+/** Checks `_meta` of a 2026-07-28 request: the required fields present, the optional ones of their type. */
+export function checkMeta (params: JsonObject): RequestMeta {
   const meta = params._meta
   if (!isPlainObject(meta)) throw invalidParams('params._meta is required', 400)
   const version = meta[META_PROTOCOL_VERSION]
@@ -82,23 +91,18 @@ function checkMeta (params: JsonObject): RequestMeta {
 }
 
 /**
- * Checks the MCP envelope of a request whose method is known: `MCP-Protocol-Version`, `_meta`,
- * the version, `Mcp-Method` and (for methods that name a target) `Mcp-Name`.
+ * Checks the MCP 2026-07-28 envelope of a request: `_meta`, the version it names against the
+ * `MCP-Protocol-Version` header (which the caller found present), `Mcp-Method` and, for methods
+ * that name a target, `Mcp-Name`.
  */
-export function readRequest (body: JsonObject, headers: IncomingHttpHeaders, nameField: string | undefined): RequestEnvelope {
-  const method = body.method as string
-  const params = (body.params ?? {}) as JsonObject
-  const headerVersion = header(headers, 'mcp-protocol-version')
-  if (headerVersion === undefined || headerVersion === '') throw headerMismatch('The MCP-Protocol-Version header is required')
+export function checkModernRequest (message: { method: string, params: JsonObject }, headers: IncomingHttpHeaders, headerVersion: string): RequestMeta {
+  const { method, params } = message
   const meta = checkMeta(params)
-  const version = meta[META_PROTOCOL_VERSION]
-  if (headerVersion !== version) {
-    throw headerMismatch('The MCP-Protocol-Version header does not match params._meta')
-  }
-  if (!SUPPORTED_VERSIONS.includes(version)) throw unsupportedVersion(version, SUPPORTED_VERSIONS)
+  if (headerVersion !== meta[META_PROTOCOL_VERSION]) throw headerMismatch('The MCP-Protocol-Version header does not match params._meta')
   const headerMethod = header(headers, 'mcp-method')
   if (headerMethod === undefined) throw headerMismatch('The Mcp-Method header is required')
   if (headerMethod !== method) throw headerMismatch('The Mcp-Method header does not match the body\'s method')
+  const nameField = Object.hasOwn(NAME_FIELDS, method) ? NAME_FIELDS[method] : undefined
   if (nameField !== undefined && typeof params[nameField] === 'string') {
     const raw = header(headers, 'mcp-name')
     if (raw === undefined) throw headerMismatch(`The Mcp-Name header is required for ${method}`)
@@ -106,5 +110,5 @@ export function readRequest (body: JsonObject, headers: IncomingHttpHeaders, nam
     if (name === undefined) throw headerMismatch('The Mcp-Name header is malformed')
     if (name !== params[nameField]) throw headerMismatch(`The Mcp-Name header does not match params.${nameField}`)
   }
-  return { id: body.id as RequestId, method, params, meta }
+  return meta
 }

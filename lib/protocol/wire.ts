@@ -1,7 +1,9 @@
-/** Wire constants and shapes of MCP 2026-07-28 that mocapi speaks. */
+/** Wire constants and shapes of the MCP revisions mocapi speaks. */
 
+/** The revision mocapi speaks natively: stateless, with `server/discover` and per-request `_meta`. */
 export const PROTOCOL_VERSION = '2026-07-28'
-export const SUPPORTED_VERSIONS: readonly string[] = [PROTOCOL_VERSION]
+/** The 2025 revisions, which open a session with `initialize`; newest first. */
+export const LEGACY_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26']
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion'
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities'
@@ -11,6 +13,8 @@ export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo'
 export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
 
 export type JsonObject = Record<string, unknown>
+/** Any value JSON can carry. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
 export type RequestId = string | number
 
 /** Capabilities a client declares in `_meta` of each request. */

@@ -1,4 +1,6 @@
-import type { FastifyReply } from 'fastify'
+import type { FastifyBaseLogger, FastifyReply } from 'fastify'
+import type { NotificationStream } from '../context.js'
+import type { RequestId } from '../protocol/wire.js'
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -6,10 +8,59 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 }
 
-/** Whether the server is shutting down, shared by every reply of one mocapi instance. */
-export interface Lifecycle {
-  closing: boolean
-  closeIdleConnections: () => void
+/** An SSE event carrying one JSON-RPC message. */
+function event (message: object): string {
+  return `event: message\ndata: ${JSON.stringify(message)}\n\n`
+}
+
+/**
+ * The open replies of one mocapi registration, and how they end when the server closes: their
+ * signals are aborted at once, handlers get `grace` ms to finish, and what is still open then is
+ * ended with an error.
+ */
+export class Lifecycle {
+  #closing = false
+  readonly #open = new Set<ReplyChannel>()
+  readonly #grace: number
+  readonly #closeIdleConnections: () => void
+  #timer: NodeJS.Timeout | undefined
+
+  constructor (grace: number, closeIdleConnections: () => void) {
+    this.#grace = grace
+    this.#closeIdleConnections = closeIdleConnections
+  }
+
+  get closing (): boolean {
+    return this.#closing
+  }
+
+  /** Lets idle keep-alive connections go, once a reply sent while closing is out. */
+  closeIdleConnections (): void {
+    this.#closeIdleConnections()
+  }
+
+  track (channel: ReplyChannel): void {
+    this.#open.add(channel)
+  }
+
+  untrack (channel: ReplyChannel): void {
+    this.#open.delete(channel)
+  }
+
+  /** The server is closing: abort every open reply's signal, and end what outlives the grace period. */
+  close (): void {
+    this.#closing = true
+    for (const channel of this.#open) channel.abort('the server is shutting down')
+    if (this.#open.size === 0) return
+    this.#timer = setTimeout(() => {
+      for (const channel of [...this.#open]) channel.abandon()
+    }, this.#grace)
+  }
+
+  /** The server closed: nothing is left to wait for. */
+  closed (): void {
+    clearTimeout(this.#timer)
+  }
 }
 
 /**
@@ -20,22 +71,39 @@ export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): Fastify
   return lifecycle.closing ? reply.header('connection', 'close') : reply
 }
 
+/** How much a reply stream may hold unsent, and where it says why it gave up. */
+export interface ChannelLimits {
+  /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. */
+  maxBufferedBytes: number
+}
+
 /**
  * The reply of one MCP request. It stays a plain JSON reply unless the handler emits a
  * notification, which turns it into a `text/event-stream` whose last event is the response.
- * Once the client goes away, nothing more is written and `signal` is aborted.
+ * Once the client goes away, nothing more is written and `signal` is aborted. A client that
+ * stops reading is cut off once `maxBufferedBytes` wait unsent.
  */
-export class ReplyChannel {
+export class ReplyChannel implements NotificationStream {
   readonly #reply: FastifyReply
+  readonly #lifecycle: Lifecycle
+  readonly #limits: ChannelLimits
+  readonly #log: FastifyBaseLogger
+  readonly #id: RequestId
   #streaming = false
   #finished = false
   #controller: AbortController | undefined
 
-  readonly #lifecycle: Lifecycle
-
-  constructor (reply: FastifyReply, lifecycle: Lifecycle) {
+  constructor (reply: FastifyReply, id: RequestId, lifecycle: Lifecycle, limits: ChannelLimits, log: FastifyBaseLogger) {
     this.#reply = reply
+    this.#id = id
     this.#lifecycle = lifecycle
+    this.#limits = limits
+    this.#log = log
+    lifecycle.track(this)
+    reply.raw.once('close', () => {
+      lifecycle.untrack(this)
+      if (!reply.raw.writableFinished) this.abort('the client went away')
+    })
   }
 
   /** True once the reply became an event stream. */
@@ -49,21 +117,27 @@ export class ReplyChannel {
     return raw.destroyed && !raw.writableFinished
   }
 
-  /** Aborted when the client goes away before the response is complete. */
+  /** Aborted when the client goes away before the response is complete, or the server shuts down. */
   get signal (): AbortSignal {
     if (this.#controller === undefined) {
-      const controller = new AbortController()
-      this.#controller = controller
-      const raw = this.#reply.raw
-      if (this.closed) controller.abort()
-      else raw.once('close', () => { if (!raw.writableFinished) controller.abort() })
+      this.#controller = new AbortController()
+      if (this.closed) this.#controller.abort(new DOMException('the client went away', 'AbortError'))
     }
     return this.#controller.signal
   }
 
+  /** Aborts the signal, if anyone holds it, with `reason`. */
+  abort (reason: string): void {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+    }
+    if (!this.#controller.signal.aborted) this.#controller.abort(new DOMException(reason, 'AbortError'))
+  }
+
   /**
-   * Sends one notification on the event stream, opening it if needed. False when the client
-   * is gone or the response is complete (a handler's background work may outlive its reply).
+   * Sends one message on the event stream, opening it if needed. False when the client is gone,
+   * the response is complete (a handler's background work may outlive its reply), or the stream
+   * was cut off for holding too much unsent.
    */
   notify (message: object): boolean {
     if (this.#finished || this.closed) return false
@@ -72,20 +146,45 @@ export class ReplyChannel {
       this.#streaming = true
       this.#reply.hijack()
       raw.writeHead(200, SSE_HEADERS)
+    } else if (raw.writableLength > this.#limits.maxBufferedBytes) {
+      this.#cutOff(raw.writableLength)
+      return false
     }
-    raw.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
+    raw.write(event(message))
     return true
+  }
+
+  /** Ends a stream whose client does not read, rather than buffer for it without bound. */
+  #cutOff (buffered: number): void {
+    this.#finished = true
+    this.#log.warn({ mcp: { bufferedBytes: buffered, limit: this.#limits.maxBufferedBytes } },
+      'mocapi ended an event stream: its client does not read, and the unsent messages passed limits.streamBufferBytes')
+    this.abort('the client stopped reading')
+    this.#reply.raw.destroy()
   }
 
   /** Sends the final message: as the body of a JSON reply, or as the last event of the stream. */
   finish (message: object, statusCode: number): FastifyReply | undefined {
+    if (this.#finished) return undefined
     this.#finished = true
     if (!this.#streaming) return sendClosing(this.#reply, this.#lifecycle).code(statusCode).send(message)
     const raw = this.#reply.raw
-    if (this.#lifecycle.closing) raw.once('finish', () => setImmediate(this.#lifecycle.closeIdleConnections))
+    if (this.#lifecycle.closing) raw.once('finish', () => setImmediate(() => this.#lifecycle.closeIdleConnections()))
     // A client that left may have left its socket half-open: release it rather than wait for a timeout.
     if (this.closed) raw.destroy()
-    else raw.end(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
+    else raw.end(event(message))
     return undefined
+  }
+
+  /** Ends a reply whose handler outlived the shutdown grace period. */
+  abandon (): void {
+    if (this.#finished) return
+    this.#log.error('mocapi ended a request still running when the shutdown grace period (shutdownGrace) ran out')
+    if (this.#streaming) {
+      this.#finished = true
+      this.#reply.raw.destroy()
+      return
+    }
+    this.finish({ jsonrpc: '2.0', id: this.#id, error: { code: -32603, message: 'The server shut down before the request completed' } }, 503)
   }
 }

@@ -1,4 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { describe, knownFields, nonEmptyString, plainObject, stringList } from '../check.js'
+import { InvalidOptionError } from '../errors.js'
 
 /** RFC 9728 protected-resource metadata, in mocapi's option casing. */
 export interface ProtectedResourceOptions {
@@ -15,29 +17,21 @@ export interface ProtectedResourceOptions {
 
 const WELL_KNOWN = '/.well-known/oauth-protected-resource'
 
-function check (value: unknown, name: string, list: boolean): void {
-  const ok = list
-    ? Array.isArray(value) && value.every((item) => typeof item === 'string' && item !== '')
-    : typeof value === 'string' && value !== ''
-  if (!ok) throw new TypeError(`mocapi: protectedResource.${name} must be ${list ? 'an array of strings' : 'a non-empty string'}, got ${JSON.stringify(value)}`)
-}
+const KNOWN = new Set(['resource', 'authorizationServers', 'scopesSupported', 'bearerMethodsSupported', 'resourceName', 'resourceDocumentation'])
 
 /** Validates the `protectedResource` option at registration. */
 export function resolveProtectedResource (value: unknown): ProtectedResourceOptions | undefined {
   if (value === undefined) return undefined
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('mocapi: protectedResource must be an object')
-  const options = value as Record<string, unknown>
-  const known = ['resource', 'authorizationServers', 'scopesSupported', 'bearerMethodsSupported', 'resourceName', 'resourceDocumentation']
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw new TypeError(`mocapi: unknown option protectedResource.${key}`)
+  const options = plainObject(value, 'protectedResource')
+  knownFields(options, KNOWN, 'protectedResource.')
+  if (stringList(options.authorizationServers, 'protectedResource.authorizationServers') === undefined) {
+    throw new InvalidOptionError('protectedResource.authorizationServers must be an array of strings, got undefined')
   }
-  check(options.authorizationServers, 'authorizationServers', true)
-  if (options.resource !== undefined) {
-    check(options.resource, 'resource', false)
-    if (!URL.canParse(options.resource as string)) throw new TypeError(`mocapi: protectedResource.resource must be an absolute URL, got ${JSON.stringify(options.resource)}`)
+  if (options.resource !== undefined && (typeof options.resource !== 'string' || !URL.canParse(options.resource))) {
+    throw new InvalidOptionError(`protectedResource.resource must be an absolute URL, got ${describe(options.resource)}`)
   }
-  for (const name of ['scopesSupported', 'bearerMethodsSupported']) if (options[name] !== undefined) check(options[name], name, true)
-  for (const name of ['resourceName', 'resourceDocumentation']) if (options[name] !== undefined) check(options[name], name, false)
+  for (const name of ['scopesSupported', 'bearerMethodsSupported']) stringList(options[name], `protectedResource.${name}`)
+  for (const name of ['resourceName', 'resourceDocumentation']) if (options[name] !== undefined) nonEmptyString(options[name], `protectedResource.${name}`)
   return options as unknown as ProtectedResourceOptions
 }
 

@@ -1,13 +1,31 @@
+/**
+ * The MCP endpoint, read top to bottom:
+ *
+ *   onRequest   Origin and Host checks
+ *   preHandler  the JSON-RPC message; notifications answered 202; the era's envelope (headers,
+ *               `_meta`, version); the caller's principal; the context, `request.mcp`
+ *   handler     `dispatch(ctx)`: the method's lookup, params check and run; the result shaped
+ *               for the era, as JSON or as the last event of a stream
+ *   errors      anything thrown on the way becomes a JSON-RPC error with its HTTP status
+ *
+ * It is registered in its own encapsulated context so its error handler applies to it alone.
+ */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { McpContext } from '../context.js'
-import { InvalidRequestStateError, McpError, internalError, invalidRequest, parseError } from '../errors.js'
-import type { ReplayEngine } from '../mrtr/replay.js'
+import {
+  ElicitationLedgerMismatchError, InvalidRequestStateError, McpError, headerMismatch, internalError, invalidRequest, parseError,
+  unsupportedVersion,
+} from '../errors.js'
+import { messageOf } from '../features/failures.js'
 import type { ResolvedOptions } from '../options.js'
-import type { Dispatcher, MethodSpec } from '../protocol/dispatch.js'
-import { idOf, readMessage, readRequest } from '../protocol/envelope.js'
-import { META_SERVER_INFO, type JsonObject } from '../protocol/wire.js'
+import type { Dispatcher } from '../protocol/dispatch.js'
+import { checkModernRequest, header, idOf, readMessage } from '../protocol/envelope.js'
+import {
+  META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type JsonObject,
+} from '../protocol/wire.js'
 import { ReplyChannel, sendClosing, type Lifecycle } from './channel.js'
 import type { ProtectedResource } from './oauth.js'
+import { principalOf } from './principal.js'
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
 
@@ -25,27 +43,36 @@ function isLoopbackAddress (address: string | undefined): boolean {
   return LOOPBACK_ADDRESS.test(address ?? '')
 }
 
-function forbidden (message: string): McpError {
-  return invalidRequest(message, 403)
-}
-
-/** Turns any error raised while serving the endpoint into a JSON-RPC error. */
-function toMcpError (error: FastifyError): McpError {
+/**
+ * Turns any error raised while serving the endpoint into a JSON-RPC error. Handlers' errors never
+ * get here (each feature maps its own); what does comes from mocapi, from Fastify reading the
+ * body, or from the app's own hooks, whose 4xx (an auth check's 401, a rate limit's 429) stand.
+ */
+function toMcpError (error: unknown): McpError {
   if (error instanceof McpError) return error
-  const status = error.statusCode ?? 500
-  if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (status === 400 && error instanceof SyntaxError)) return parseError()
-  if (status >= 500) return internalError()
+  const fastify = (typeof error === 'object' && error !== null ? error : {}) as Partial<FastifyError>
+  const status = typeof fastify.statusCode === 'number' ? fastify.statusCode : 500
+  if (fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (status === 400 && error instanceof SyntaxError)) return parseError()
   if (status === 413) return invalidRequest('The request body is larger than the server accepts', 413)
   if (status === 415) return invalidRequest('The request body must be application/json', 415)
-  return invalidRequest(error.message, status)
+  if (status >= 400 && status < 500) return invalidRequest(messageOf(error), status)
+  return internalError()
 }
 
-/**
- * The MCP endpoint: POST only, one JSON-RPC message per request, stateless. It is registered
- * in its own encapsulated context so its error handler applies to it alone.
- */
-export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, engine: ReplayEngine, lifecycle: Lifecycle, protectedResource?: ProtectedResource) {
+/** What the endpoint is made of: the options, the method table, and the replies it has open. */
+export interface Endpoint {
+  options: ResolvedOptions
+  modern: Dispatcher
+  lifecycle: Lifecycle
+  protectedResource: ProtectedResource | undefined
+}
+
+export function mcpRoutes (endpoint: Endpoint) {
+  const { options, modern, lifecycle, protectedResource } = endpoint
   const serverInfoMeta = { [META_SERVER_INFO]: options.serverInfo }
+  const channelLimits = { maxBufferedBytes: options.limits.streamBufferBytes }
+  // Route-local: the reply channel of each request that got a context.
+  const channels = new WeakMap<FastifyRequest, ReplyChannel>()
 
   function checkOrigin (request: FastifyRequest): void {
     const origin = request.headers.origin
@@ -59,12 +86,14 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
           ok = false
         }
       }
-      if (!ok) throw forbidden('Origin not allowed')
+      if (!ok) throw invalidRequest(`Origin not allowed: ${origin} is not in the allowedOrigins option`, 403)
     }
     if (isLoopbackAddress(request.socket.localAddress)) {
       const host = request.headers.host
       const name = host === undefined ? '' : hostnameOf(host)
-      if (!LOOPBACK_HOSTS.has(name) && !options.allowedHosts.has(name)) throw forbidden('Host not allowed')
+      if (!LOOPBACK_HOSTS.has(name) && !options.allowedHosts.has(name)) {
+        throw invalidRequest(`Host not allowed: ${JSON.stringify(name)} reached a loopback address; list it in the allowedHosts option`, 403)
+      }
     }
   }
 
@@ -79,52 +108,46 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
   }
 
   function preHandler (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
-    let notification
+    let answered
     try {
-      notification = prepare(request, reply)
+      answered = prepare(request, reply)
     } catch (error) {
       return done(error as Error)
     }
-    if (notification) reply.code(202).send()
-    else done()
+    if (!answered) done()
   }
 
-  /** Reads the envelope and fills `request.mcp`; true when the message is a notification. */
+  /** Reads the message and fills `request.mcp`; true when the reply is already sent (a notification). */
   function prepare (request: FastifyRequest, reply: FastifyReply): boolean {
-    const body = request.body
-    const message = readMessage(body)
-    if (message.notification) return true
-    const spec = dispatcher.lookup(message.method)
-    const envelope = readRequest(body as JsonObject, request.headers, spec.nameField)
-    dispatcher.checkParams(envelope.method, spec, envelope.params)
-    // A principal function that returns undefined means an anonymous caller, like null.
-    const principal = options.principal(request) ?? null
-    const token = envelope.params.requestState
-    let restored
-    if (typeof token === 'string') {
-      try {
-        restored = engine.restore(token, envelope.method, envelope.params, principal)
-      } catch (error) {
-        request.log.debug({ reason: (error as InvalidRequestStateError).reason }, 'mocapi refused a requestState')
-        throw error
-      }
+    const message = readMessage(request.body)
+    if (message.kind === 'response') throw invalidRequest('Clients must not POST responses to this endpoint')
+    if (message.kind === 'notification') {
+      reply.code(202).send()
+      return true
     }
-    const ctx = new McpContext(request, envelope, principal, restored, new ReplyChannel(reply, lifecycle))
-    ctx.spec = spec
-    request.mcp = ctx
+    const version = header(request.headers, 'mcp-protocol-version')
+    if (version === undefined || version === '') throw headerMismatch('The MCP-Protocol-Version header is required')
+    const meta = checkModernRequest(message, request.headers, version)
+    if (version !== PROTOCOL_VERSION) throw unsupportedVersion(version, options.supportedVersions)
+    const client = {
+      protocolVersion: version,
+      capabilities: meta[META_CLIENT_CAPABILITIES],
+      info: meta[META_CLIENT_INFO],
+      logLevel: meta[META_LOG_LEVEL],
+    }
+    const channel = new ReplyChannel(reply, message.id, lifecycle, channelLimits, request.log)
+    channels.set(request, channel)
+    request.mcp = new McpContext(request, message, client, principalOf(request, options.principal), channel)
     return false
   }
 
   async function handler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const ctx = request.mcp as McpContext
-    const channel = ctx.sink as ReplyChannel
     let result: JsonObject
     try {
-      result = await (ctx.spec as MethodSpec).run(ctx) as JsonObject
+      result = await modern.dispatch(ctx) as JsonObject
     } catch (error) {
-      // A streaming reply is hijacked: Fastify counts it as sent and would only log the error.
-      if (channel.streaming) return errorHandler(error as FastifyError, request, reply)
-      throw error
+      return fail(error, request, reply)
     }
     const meta = result._meta
     const stamped = {
@@ -132,21 +155,32 @@ export function mcpRoutes (options: ResolvedOptions, dispatcher: Dispatcher, eng
       ...result,
       _meta: meta === undefined ? serverInfoMeta : { ...(meta as JsonObject), ...serverInfoMeta },
     }
-    return channel.finish({ jsonrpc: '2.0', id: ctx.id, result: stamped }, 200)
+    return channelOf(request).finish({ jsonrpc: '2.0', id: ctx.id, result: stamped }, 200)
   }
 
-  function errorHandler (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
+  function channelOf (request: FastifyRequest): ReplyChannel {
+    return channels.get(request) as ReplyChannel
+  }
+
+  function fail (error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
     const mcpError = toMcpError(error)
-    if (mcpError.statusCode >= 500) request.log.error({ err: error }, 'mocapi internal error')
+    const method = request.mcp?.method
+    if (error instanceof InvalidRequestStateError) {
+      request.log.warn({ mcp: { method, reason: error.reason } }, 'mocapi refused a requestState')
+    } else if (error instanceof ElicitationLedgerMismatchError) {
+      request.log.warn({ mcp: { method, ordinal: error.ordinal, part: error.part } }, 'mocapi: a replayed handler asked for other input than the ledger holds')
+    } else if (mcpError.statusCode >= 500) {
+      request.log.error({ err: error }, 'mocapi internal error')
+    }
     if (mcpError.statusCode === 401) protectedResource?.challenge(request, reply)
     const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
-    const channel = request.mcp?.sink as ReplyChannel | undefined
+    const channel = channels.get(request)
     if (channel !== undefined) return channel.finish(payload, mcpError.statusCode)
     return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)
   }
 
   return async function routes (fastify: FastifyInstance): Promise<void> {
-    fastify.setErrorHandler(errorHandler)
+    fastify.setErrorHandler((error, request, reply) => fail(error, request, reply))
     fastify.removeContentTypeParser('text/plain')
     fastify.route({
       method: 'POST',

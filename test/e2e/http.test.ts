@@ -4,14 +4,13 @@ import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import mocapi, { ErrorCode, McpError, requestedSchema, type McpContext } from '../../lib/index.js'
-import { KEY, build, meta, rpc } from '../helpers.js'
+import { KEY, build, meta, rpc, SERVER_INFO } from '../helpers.js'
 
 type Test = Parameters<typeof build>[0]
 type Setup = (app: FastifyInstance) => void | Promise<void>
 
 interface Reply { status: number, headers: http.IncomingHttpHeaders, body: string, json: any }
 
-const SERVER_INFO = { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: '0.1.0' } }
 
 /** A mocapi app listening on `address`, on a free port. */
 async function listen (t: Test, options = {}, setup?: Setup, address = '127.0.0.1') {
@@ -68,18 +67,19 @@ function logLines () {
   return { lines, stream }
 }
 
-const HOST_REFUSED = { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Host not allowed' } }
+/** The refusal of a foreign Host, which names the host and the option that would let it in. */
+const hostRefused = (host: string) => ({ jsonrpc: '2.0', id: null, error: { code: -32600, message: `Host not allowed: ${JSON.stringify(host)} reached a loopback address; list it in the allowedHosts option` } })
 
 t.test('dns rebinding: a foreign host is refused on loopback', async (t) => {
   const { port } = await listen(t)
   for (const host of ['evil.example', `evil.example:${port}`, 'localhost.evil.example', '127.0.0.1.nip.io', '[::1']) {
     const reply = await post(port, 'server/discover', {}, { headers: { host } })
     t.equal(reply.status, 403, host)
-    t.same(reply.json, HOST_REFUSED, host)
+    t.same(reply.json, hostRefused(host.startsWith('[') ? '' : host.replace(/:\d+$/, '')), host)
   }
   const get = await send(port, { method: 'GET', headers: { host: 'evil.example' } })
   t.equal(get.status, 403, 'get with a foreign host')
-  t.same(get.json, HOST_REFUSED)
+  t.same(get.json, hostRefused('evil.example'))
   t.equal((await send(port, { method: 'GET', headers: { host: `localhost:${port}` } })).status, 405, 'get with a local host')
 })
 
@@ -107,7 +107,7 @@ t.test('dns rebinding: a request without a host is refused', async (t) => {
   const head = Object.entries(request.headers as Record<string, string>).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   const reply = await raw(port, Buffer.from(`POST /mcp HTTP/1.0\r\n${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`))
   t.match(reply, /^HTTP\/1\.1 403 /)
-  t.match(reply, '"message":"Host not allowed"')
+  t.match(reply, '"message":"Host not allowed: \\"\\" reached a loopback address; list it in the allowedHosts option"')
 })
 
 t.test('dns rebinding: the check covers ipv6 loopback', async (t) => {
@@ -120,7 +120,7 @@ t.test('a foreign origin is refused with 403', async (t) => {
   const { port } = await listen(t)
   const evil = await post(port, 'server/discover', {}, { headers: { origin: 'http://evil.example.com' } })
   t.equal(evil.status, 403)
-  t.same(evil.json, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Origin not allowed' } })
+  t.same(evil.json, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Origin not allowed: http://evil.example.com is not in the allowedOrigins option' } })
   const local = await post(port, 'server/discover', {}, { headers: { origin: `http://localhost:${port}` } })
   t.equal(local.status, 200)
 })

@@ -41,7 +41,9 @@ t.test('a hidden item is answered exactly like an absent one', async (t) => {
   t.equal(hidden.status, absent.status)
   t.same((await call(app, 'tools/call', { name: 'admin' }, admin)).body.result.content, [{ type: 'text', text: 'admin only' }])
   t.same((await call(app, 'prompts/get', { name: 'admin_prompt' })).body.error, { code: -32602, message: 'Unknown prompt: admin_prompt' })
-  t.same((await call(app, 'resources/read', { uri: 'test://admin' })).body.error, { code: -32602, message: 'Resource not found', data: { uri: 'test://admin' } })
+  // The hidden fixed resource is passed over, as an absent one is: the template that covers its URI serves it.
+  t.same((await call(app, 'resources/read', { uri: 'test://admin' })).body.result.contents[0].text, 'fallback admin')
+  t.same((await call(app, 'resources/read', { uri: 'test://absent' })).body.result.contents[0].text, 'fallback absent')
   t.same((await call(app, 'resources/read', { uri: 'test://admin' }, admin)).body.result.contents[0].text, 'secret')
   t.same((await call(app, 'resources/read', { uri: 'test://admin/7' })).body.error.message, 'Resource not found', 'a hidden template matches nothing')
   t.same((await call(app, 'resources/read', { uri: 'test://other' })).body.result.contents[0].text, 'fallback other')

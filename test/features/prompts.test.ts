@@ -59,11 +59,11 @@ t.test('prompts/get validates its arguments', async (t) => {
   }
 })
 
-t.test('a prompt handler returning something else is an internal error', async (t) => {
+t.test('a prompt handler returning something else is an internal error, in-band', async (t) => {
   const app = await withPrompts(t)
   const { status, body } = await call(app, 'prompts/get', { name: 'broken' })
-  t.equal(status, 500)
-  t.same(body.error, { code: -32603, message: 'Internal error' })
+  t.equal(status, 200)
+  t.same(body.error, { code: -32603, message: 'prompt broken returned neither a string, messages, nor a GetPromptResult' })
 })
 
 t.test('prompts/get elicits through the replay engine', async (t) => {
@@ -77,7 +77,7 @@ t.test('prompts/get elicits through the replay engine', async (t) => {
 
 t.test('prompts can be removed, and prompts/* is -32601 with none', async (t) => {
   const app = await build(t, {}, (app) => { app.mcp.prompt({ name: 'only' }, () => 'x') })
-  t.same((await call(app, 'server/discover')).body.result.capabilities, { prompts: { listChanged: true }, completions: {} })
+  t.same((await call(app, 'server/discover')).body.result.capabilities, { logging: {}, prompts: { listChanged: true }, completions: {} })
   t.equal(app.mcp.removePrompt('only'), true)
   t.equal(app.mcp.removePrompt('only'), false)
   const { status, body } = await call(app, 'prompts/list')

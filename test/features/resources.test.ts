@@ -1,6 +1,6 @@
 import t from 'tap'
 import { requestedSchema } from '../../lib/index.js'
-import { build, call } from '../helpers.js'
+import { build, call, MOCAPI_VERSION } from '../helpers.js'
 
 async function withResources (t: Parameters<typeof build>[0], options = {}) {
   return build(t, options, (app) => {
@@ -40,7 +40,7 @@ t.test('resources/read: text, blob, several contents, caching hints', async (t) 
     contents: [{ uri: 'test://text', mimeType: 'text/plain', text: 'hello' }],
     ttlMs: 1234,
     cacheScope: 'public',
-    _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: '0.1.0' } },
+    _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: MOCAPI_VERSION } },
   })
   const bytes = await call(app, 'resources/read', { uri: 'test://bytes' })
   t.same(bytes.body.result.contents, [{ uri: 'test://bytes', mimeType: 'image/png', blob: 'AQID' }])
@@ -70,10 +70,10 @@ t.test('not found is -32602 with the uri, never empty contents', async (t) => {
   }
 })
 
-t.test('a handler returning contents without text or blob is an internal error', async (t) => {
+t.test('a handler returning contents without text or blob is an internal error, in-band', async (t) => {
   const app = await withResources(t)
   const { status, body } = await call(app, 'resources/read', { uri: 'test://bad' })
-  t.equal(status, 500)
+  t.equal(status, 200)
   t.equal(body.error.code, -32603)
 })
 
@@ -92,7 +92,7 @@ t.test('removal, and resources/* is -32601 with none', async (t) => {
   const app = await build(t, {}, (app) => {
     app.mcp.resource({ uri: 'test://a', name: 'a' }, () => 'a').resourceTemplate({ uriTemplate: 'test://t/{x}', name: 't' }, () => 't')
   })
-  t.same((await call(app, 'server/discover')).body.result.capabilities, { resources: { listChanged: true, subscribe: true }, completions: {} })
+  t.same((await call(app, 'server/discover')).body.result.capabilities, { logging: {}, resources: { listChanged: true, subscribe: true }, completions: {} })
   t.equal(app.mcp.removeResource('test://a'), true)
   t.equal(app.mcp.removeResource('test://a'), false)
   t.equal(app.mcp.removeResourceTemplate('test://t/{x}'), true)
@@ -104,24 +104,24 @@ t.test('bad resource definitions throw at registration', async (t) => {
   const app = await build(t)
   const noop = () => 'x'
   t.throws(() => app.mcp.resource(null as never, noop), /resource definition must be an object/)
-  t.throws(() => app.mcp.resource({ uri: 'not a uri', name: 'x' }, noop), /resource uri must be an absolute URI, got "not a uri"/)
-  t.throws(() => app.mcp.resource({ uri: 'test://x', name: '' }, noop), /resource "test:\/\/x" needs a non-empty name/)
+  t.throws(() => app.mcp.resource({ uri: 'not a uri', name: 'x' }, noop), /resource uri must be an absolute URI of at most 8192 characters, got "not a uri"/)
+  t.throws(() => app.mcp.resource({ uri: 'test://x', name: '' }, noop), /resource "test:\/\/x" name must be a non-empty string, got ""/)
   t.throws(() => app.mcp.resource({ uri: 'test://x', name: 'x', size: 1, extra: 1 } as never, noop), /has an unknown field "extra"/)
   t.throws(() => app.mcp.resource({ uri: 'test://x', name: 'x' }, 1 as never), /needs a handler function/)
-  t.throws(() => app.mcp.resource({ uri: 'test://x', name: 'x', cache: { ttlMs: -1, cacheScope: 'public' } }, noop), /cache must be/)
+  t.throws(() => app.mcp.resource({ uri: 'test://x', name: 'x', cache: { ttlMs: -1, cacheScope: 'public' } }, noop), /cache.ttlMs must be a non-negative integer, got -1/)
   t.throws(() => app.mcp.resource({ uri: 'test://x', name: 'x', cache: 'short' as never }, noop), /cache must be/)
   app.mcp.resource({ uri: 'test://x', name: 'x' }, noop)
   t.throws(() => app.mcp.resource({ uri: 'test://x', name: 'x' }, noop), /resource "test:\/\/x" is already registered/)
 
   t.throws(() => app.mcp.resourceTemplate(null as never, noop), /resource template definition must be an object/)
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: '', name: 'x' }, noop), /uriTemplate must be a non-empty string/)
-  t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: '' }, noop), /needs a non-empty name/)
+  t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: '' }, noop), /name must be a non-empty string/)
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: 'x', more: 1 } as never, noop), /unknown field "more"/)
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: 'x' }, null as never), /needs a handler function/)
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{+a}', name: 'x' }, noop), /only RFC 6570 level-1 expressions/)
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}/{a}', name: 'x' }, noop), /repeats the variable "a"/)
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a', name: 'x' }, noop), /unbalanced brace/)
-  t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: 'x', complete: [] as never }, noop), /complete must be an object keyed by variable/)
+  t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: 'x', complete: [] as never }, noop), /complete must be an object, got an array/)
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: 'x', complete: { b: ['1'] } }, noop), /complete names "b", which is not one of its variables/)
   app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: 'x' }, noop)
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}', name: 'x' }, noop), /is already registered/)

@@ -1,7 +1,7 @@
 import t from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import mocapi, { InProcessBus, type ChangeEvent, type NotificationBus } from '../../lib/index.js'
-import { KEY, build, call, listen } from '../helpers.js'
+import { KEY, build, call, listen, MOCAPI_VERSION } from '../helpers.js'
 
 async function served (t: Parameters<typeof build>[0], options = {}): Promise<{ app: FastifyInstance, url: string }> {
   // fetch may open a spare connection that never sends a request; Node would hold close() on it until a timeout.
@@ -46,7 +46,7 @@ t.test('app.close() ends open streams with their final result', async (t) => {
   t.same(final, {
     jsonrpc: '2.0',
     id: 7,
-    result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 7, 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: '0.1.0' } } },
+    result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 7, 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: MOCAPI_VERSION } } },
   })
   t.equal(await stream.next(), undefined, 'the stream ended')
   await closing

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, call } from '../helpers.js'
+import { build, call, MOCAPI_VERSION } from '../helpers.js'
 
 t.test('tools/list keeps registration order, with ttlMs and cacheScope', async (t) => {
   const app = await build(t, { cache: { lists: { ttlMs: 1000, cacheScope: 'private' } } }, (app) => {
@@ -124,7 +124,7 @@ t.test('a result _meta from the handler is kept beside serverInfo', async (t) =>
     app.mcp.tool({ name: 'meta' }, () => ({ content: [], _meta: { 'example.com/trace': 'abc' } }))
   })
   const { body } = await call(app, 'tools/call', { name: 'meta' })
-  t.same(body.result._meta, { 'example.com/trace': 'abc', 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: '0.1.0' } })
+  t.same(body.result._meta, { 'example.com/trace': 'abc', 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: MOCAPI_VERSION } })
 })
 
 t.test('tools can be removed at run time', async (t) => {
@@ -146,7 +146,7 @@ t.test('bad tool definitions throw at registration, naming the problem', async (
   t.throws(() => app.mcp.tool({ name: 'a', colour: 'red' } as never, noop), /tool "a" has an unknown field "colour"/)
   t.throws(() => app.mcp.tool({ name: 'a' }, 'nope' as never), /tool "a" needs a handler function/)
   t.throws(() => app.mcp.tool({ name: 'a', inputSchema: { type: 'string' } }, noop), /tool "a" inputSchema must be an object schema/)
-  t.throws(() => app.mcp.tool({ name: 'a', outputSchema: [] as never }, noop), /tool "a" outputSchema must be a JSON Schema object/)
+  t.throws(() => app.mcp.tool({ name: 'a', outputSchema: [] as never }, noop), /tool "a" outputSchema must be an object, got an array/)
   t.throws(() => app.mcp.tool({ name: 'a', inputSchema: { type: 'object', properties: { b: { type: 'nope' } } } }, noop), /tool "a" inputSchema is not a valid JSON Schema/)
   app.mcp.tool({ name: 'a' }, noop)
   t.throws(() => app.mcp.tool({ name: 'a' }, noop), /tool "a" is already registered/)

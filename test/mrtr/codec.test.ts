@@ -1,14 +1,9 @@
 import t from 'tap'
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../../lib/errors.js'
-import {
-  DEFAULT_MAX_TOKEN_LENGTH,
-  MAX_CLOCK_SKEW_MS,
-  RequestStateCodec,
-  ephemeralKey,
-  keysFromEnv,
-  parseKeys,
-} from '../../lib/mrtr/codec.js'
+import { DEFAULT_MAX_TOKEN_LENGTH, MAX_CLOCK_SKEW_MS, RequestStateCodec } from '../../lib/mrtr/codec.js'
+import { ephemeralKey } from '../../lib/mrtr/keys.js'
+import { KeyRing, TokenTooLongError } from '../../lib/mrtr/seal.js'
 import type { LedgerEntry, RequestStatePayload } from '../../lib/mrtr/codec.js'
 
 const TTL = 600_000
@@ -17,7 +12,7 @@ const T0 = 1_800_000_000_000
 const payload: Omit<RequestStatePayload, 'issuedAt'> = {
   method: 'tools/call',
   originalParams: { name: 'book_trip', arguments: { from: 'CDG', to: 'JFK', passengers: 2 } },
-  inputResponses: [
+  ledger: [
     { k: 'seat', f: 'fp-seat', r: { action: 'accept', content: { seat: 'hush-answer-12A' } } },
     { k: 'meal', f: 'fp-meal', r: { action: 'decline' } },
     { k: 'confirm', f: 'fp-confirm' },
@@ -31,7 +26,7 @@ function clock (start = T0): { now: () => number, set: (ms: number) => void } {
 }
 
 function codecFor (keys: Buffer[], opts: { now?: () => number, maxTokenLength?: number } = {}): RequestStateCodec {
-  return new RequestStateCodec({ keys, ttl: TTL, now: opts.now ?? (() => T0), maxTokenLength: opts.maxTokenLength })
+  return new RequestStateCodec({ ring: new KeyRing(keys), ttl: TTL, now: opts.now ?? (() => T0), maxTokenLength: opts.maxTokenLength })
 }
 
 /** Catch what `fn` throws; fails the test when it returns. */
@@ -74,19 +69,19 @@ function open (key: Buffer, token: string): string {
 
 /** The plaintext of a payload: `[method, originalParams, ledger, issuedAt, principal, round?]`. */
 function plaintext (p: RequestStatePayload): unknown[] {
-  const ledger = p.inputResponses.map((e) => 'r' in e ? [e.k, e.f, e.r] : [e.k, e.f])
+  const ledger = p.ledger.map((e) => 'r' in e ? [e.k, e.f, e.r] : [e.k, e.f])
   const head = [p.method, p.originalParams, ledger, p.issuedAt, p.principal]
   return p.round === undefined ? head : [...head, p.round]
 }
 
 t.test('round trip', async (t) => {
   const c = clock()
-  const codec = new RequestStateCodec({ keys: [ephemeralKey()], ttl: TTL, now: c.now })
+  const codec = new RequestStateCodec({ ring: new KeyRing([ephemeralKey()]), ttl: TTL, now: c.now })
   const token = codec.encode(payload)
   t.match(token, /^[A-Za-z0-9_-]+$/)
   t.same(codec.decode(token), { ...payload, issuedAt: T0 })
 
-  const anonymous = { ...payload, principal: null, inputResponses: [], issuedAt: T0 - 5 }
+  const anonymous = { ...payload, principal: null, ledger: [], issuedAt: T0 - 5 }
   t.same(codec.decode(codec.encode(anonymous)), anonymous)
 
   // Only the payload's own members travel.
@@ -104,8 +99,8 @@ t.test('round trip', async (t) => {
   // none (as JSON would have it), and a slot's extra members do not travel.
   const slots = codec.decode(codec.encode({
     ...payload,
-    inputResponses: [{ k: 'a', f: 'fa', r: null }, { k: 'b', f: 'fb', r: undefined }, { k: 'c', f: 'fc', extra: 1 } as LedgerEntry],
-  })).inputResponses
+    ledger: [{ k: 'a', f: 'fa', r: null }, { k: 'b', f: 'fb', r: undefined }, { k: 'c', f: 'fc', extra: 1 } as LedgerEntry],
+  })).ledger
   t.strictSame(slots, [{ k: 'a', f: 'fa', r: null }, { k: 'b', f: 'fb' }, { k: 'c', f: 'fc' }])
   t.ok('r' in slots[0])
   t.notOk('r' in slots[1])
@@ -119,7 +114,7 @@ t.test('the plaintext is the compact array form', async (t) => {
   t.same(JSON.parse(open(key, codec.encode({ ...full, round: 3 }))), plaintext({ ...full, round: 3 }))
   t.same(JSON.parse(open(key, codec.encode(full)))[2][2], ['confirm', 'fp-confirm'], 'a pending slot has no answer')
   // Decoding gives back objects with the payload's member names, in their usual order.
-  t.same(Object.keys(codec.decode(codec.encode({ ...full, round: 1 }))), ['method', 'originalParams', 'inputResponses', 'issuedAt', 'principal', 'round'])
+  t.same(Object.keys(codec.decode(codec.encode({ ...full, round: 1 }))), ['method', 'originalParams', 'ledger', 'issuedAt', 'principal', 'round'])
 })
 
 t.test('a token of the object format of version 1 is refused', async (t) => {
@@ -139,7 +134,7 @@ t.test('encode refuses a principal that is neither a string nor null', async (t)
 })
 
 t.test('default clock and length limit', async (t) => {
-  const codec = new RequestStateCodec({ keys: [ephemeralKey()], ttl: TTL })
+  const codec = new RequestStateCodec({ ring: new KeyRing([ephemeralKey()]), ttl: TTL })
   const before = Date.now()
   const decoded = codec.decode(codec.encode(payload))
   t.ok(decoded.issuedAt >= before && decoded.issuedAt <= Date.now())
@@ -297,7 +292,7 @@ t.test('non-string input', async (t) => {
 
 t.test('an oversize token is refused before decoding', async (t) => {
   const codec = codecFor([ephemeralKey()], { maxTokenLength: 200 })
-  const small = codec.encode({ ...payload, originalParams: {}, inputResponses: [], method: 'm', principal: null })
+  const small = codec.encode({ ...payload, originalParams: {}, ledger: [], method: 'm', principal: null })
   t.ok(small.length <= 200)
   codec.decode(small)
   // Valid content and garbage alike answer "too long": the length is the first check after the type.
@@ -306,12 +301,12 @@ t.test('an oversize token is refused before decoding', async (t) => {
   t.equal(reason(() => codec.decode('!'.repeat(10_000_000))), 'too long')
 
   const err = thrown(() => codec.encode(payload))
-  t.ok(err instanceof RangeError)
-  t.match((err as Error).message, /exceeds maxTokenLength 200/)
+  t.ok(err instanceof TokenTooLongError)
+  t.match((err as Error).message, /exceeds the limit of 200/)
 
   // A limit below the smallest token refuses everything, without crashing.
   const tiny = codecFor([ephemeralKey()], { maxTokenLength: 1 })
-  t.throws(() => tiny.encode(payload), RangeError)
+  t.throws(() => tiny.encode(payload), { name: 'TokenTooLongError' })
   t.equal(reason(() => tiny.decode('A')), 'not base64url')
   t.equal(reason(() => tiny.decode(small)), 'too long')
 })
@@ -405,70 +400,27 @@ t.test('payload shape is checked after decryption', async (t) => {
 
 t.test('constructor options are validated', async (t) => {
   const key = ephemeralKey()
+  const ring = new KeyRing([key])
+  const rings: Array<[string, unknown]> = [
+    ['keys', []],
+    ['keys', 'k'],
+    ['keys\\[1\\] must be 32 bytes', [key, Buffer.alloc(16)]],
+    ['keys\\[0\\] must be 32 bytes', [key.toString('base64')]],
+  ]
+  for (const [message, keys] of rings) {
+    t.throws(() => new KeyRing(keys as never), { name: 'TypeError', message: new RegExp(message) })
+  }
   const bad: Array<[string, unknown]> = [
-    ['keys', { keys: [], ttl: TTL }],
-    ['keys', { keys: 'k', ttl: TTL }],
-    ['keys\\[1\\] must be 32 bytes', { keys: [key, Buffer.alloc(16)], ttl: TTL }],
-    ['keys\\[0\\] must be 32 bytes', { keys: [key.toString('base64')], ttl: TTL }],
-    ['ttl', { keys: [key], ttl: '600000' }],
-    ['ttl', { keys: [key], ttl: 0 }],
-    ['ttl', { keys: [key], ttl: Infinity }],
-    ['ttl', { keys: [key], ttl: NaN }],
-    ['now', { keys: [key], ttl: TTL, now: 5 }],
-    ['maxTokenLength', { keys: [key], ttl: TTL, maxTokenLength: 1.5 }],
-    ['maxTokenLength', { keys: [key], ttl: TTL, maxTokenLength: 0 }],
+    ['ttl', { ring, ttl: '600000' }],
+    ['ttl', { ring, ttl: 0 }],
+    ['ttl', { ring, ttl: Infinity }],
+    ['ttl', { ring, ttl: NaN }],
+    ['now', { ring, ttl: TTL, now: 5 }],
+    ['maxLength', { ring, ttl: TTL, maxTokenLength: 1.5 }],
+    ['maxLength', { ring, ttl: TTL, maxTokenLength: 0 }],
   ]
   for (const [message, opts] of bad) {
     t.throws(() => new RequestStateCodec(opts as never), { name: 'TypeError', message: new RegExp(message) })
   }
 })
 
-t.test('parseKeys', async (t) => {
-  const raw = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i * 3))
-  const b64 = raw.toString('base64')
-  const b64url = raw.toString('base64url')
-  t.not(b64.replace(/=+$/, ''), b64url, 'the fixture exercises both alphabets')
-  const parsed = parseKeys([b64, b64url, `  ${b64url}\n`])
-  t.equal(parsed.length, 3)
-  for (const key of parsed) t.ok(key.equals(raw))
-
-  const short = randomBytes(16).toString('base64')
-  const long = randomBytes(48).toString('base64url')
-  const cases: Array<[unknown, RegExp, string[]]> = [
-    [[b64, short], /^requestState\.keys\[1\] must decode to 32 bytes \(got 16\)$/, [short]],
-    [[long], /^requestState\.keys\[0\] must decode to 32 bytes \(got 48\)$/, [long]],
-    [[b64url, 'not*base64!'], /^requestState\.keys\[1\] is not base64 or base64url$/, ['not*base64!']],
-    [[b64url, ''], /^requestState\.keys\[1\] is not base64 or base64url$/, []],
-    [[b64, 42], /^requestState\.keys\[1\] must be a base64 or base64url string \(got number\)$/, []],
-    [[null], /^requestState\.keys\[0\] must be a base64 or base64url string \(got null\)$/, []],
-    [[[b64]], /^requestState\.keys\[0\] must be a base64 or base64url string \(got array\)$/, [b64]],
-    [[raw], /^requestState\.keys\[0\] must be a base64 or base64url string \(got object\)$/, []],
-    [[], /^requestState\.keys must not be empty$/, []],
-    [b64, /^requestState\.keys must be an array of base64 strings \(got string\)$/, [b64]],
-    [undefined, /^requestState\.keys must be an array of base64 strings \(got undefined\)$/, []],
-  ]
-  for (const [input, message, secrets] of cases) {
-    const err = thrown(() => parseKeys(input))
-    t.ok(err instanceof TypeError)
-    t.match((err as Error).message, message)
-    for (const secret of secrets) t.notOk((err as Error).message.includes(secret), 'the message never prints a key')
-  }
-
-  const codec = new RequestStateCodec({ keys: parseKeys([b64url]), ttl: TTL })
-  t.equal(codec.decode(codec.encode(payload)).principal, 'alice@example.test')
-})
-
-t.test('keysFromEnv', async (t) => {
-  t.equal(keysFromEnv(undefined), undefined)
-  t.equal(keysFromEnv(''), undefined)
-  t.equal(keysFromEnv(' , ,, '), undefined)
-  t.same(keysFromEnv('abc'), ['abc'])
-  t.same(keysFromEnv(' new , old ,, '), ['new', 'old'])
-})
-
-t.test('ephemeralKey', async (t) => {
-  const a = ephemeralKey()
-  const b = ephemeralKey()
-  t.equal(a.length, 32)
-  t.notOk(a.equals(b))
-})

@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import mocapi, { requestedSchema } from '../../lib/index.js'
-import { KEY, build, call } from '../helpers.js'
+import { KEY, build, call, MOCAPI_VERSION } from '../helpers.js'
 
 const confirm = requestedSchema().boolean('confirm', { title: 'Confirm' }).choose('cabin', ['economy', 'business'])
 
@@ -48,7 +48,7 @@ t.test('one question: input_required, then the retry completes', async (t) => {
     },
   })
   t.type(result.requestState, 'string')
-  t.same(result._meta, { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: '0.1.0' } })
+  t.same(result._meta, { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: MOCAPI_VERSION } })
   t.notOk('ttlMs' in result)
 
   const retry = await call(app, 'tools/call', {
@@ -144,22 +144,24 @@ t.test('many concurrent elicits get ordinal keys, all asked in one round and all
   t.same(done.body.result.content, [{ type: 'text', text: keys.map((_, i) => i + 1).join(',') }])
 })
 
-t.test('a broad try/catch around ctx.elicit cannot swallow the yield', async (t) => {
-  let caught = 0
+t.test('a broad try/catch around ctx.elicit cannot change the round\'s outcome', async (t) => {
+  const caught: string[] = []
   const app = await build(t, {}, (app) => {
     app.mcp.tool({ name: 'careful' }, async (_args, ctx) => {
       try {
         const answer = await ctx.elicit('Sure?', requestedSchema().boolean('sure'))
         return answer.action
-      } catch {
-        caught++
+      } catch (error) {
+        caught.push((error as Error).name)
         return 'swallowed'
       }
     })
   })
   const { body } = await call(app, 'tools/call', { name: 'careful' })
-  t.equal(body.result.resultType, 'input_required')
-  t.equal(caught, 0)
+  t.equal(body.result.resultType, 'input_required', 'the yield wins over what the catch returns')
+  t.same(caught, ['InputRequired'], 'the handler unwinds through its catch')
+  const retry = await call(app, 'tools/call', { name: 'careful', requestState: body.result.requestState, inputResponses: { 'elicit-1': { action: 'decline' } } })
+  t.same(retry.body.result.content, [{ type: 'text', text: 'decline' }])
 })
 
 t.test('a retry that lacks the answer is asked again; extra keys are ignored', async (t) => {
@@ -203,24 +205,39 @@ t.test('a first call may answer by key without requestState', async (t) => {
   t.same(nulls.body.error, { code: -32602, message: 'params.inputResponses must be an object' })
 })
 
-t.test('a handler that asks something else on replay breaks the ledger', async (t) => {
-  let question = 'First question?'
+t.test('a handler that asks something else on replay breaks the ledger, and says which part differed', async (t) => {
+  const asked = { message: 'First question?', schema: requestedSchema().string('x'), key: undefined as string | undefined, url: false }
   const app = await build(t, {}, (app) => {
     app.mcp.tool({ name: 'fickle' }, async (_args, ctx) => {
-      const a = await ctx.elicit(question, requestedSchema().string('x'))
+      const a = asked.url
+        ? await ctx.elicitUrl(asked.message, 'https://example.com/step', { key: asked.key ?? 'elicit-1' })
+        : await ctx.elicit(asked.message, asked.schema, { key: asked.key })
       await ctx.elicit('Second?', requestedSchema().string('y'))
       return a.action
     })
   })
   const first = await call(app, 'tools/call', { name: 'fickle' })
-  const second = await call(app, 'tools/call', { name: 'fickle', requestState: first.body.result.requestState, inputResponses: { 'elicit-1': { action: 'accept', content: { x: 'a' } } } })
+  const second = await call(app, 'tools/call', { name: 'fickle', requestState: first.body.result.requestState, inputResponses: { 'elicit-1': { action: 'accept', content: { x: 'a secret answer' } } } })
   t.same(Object.keys(second.body.result.inputRequests), ['elicit-2'])
-  question = 'A different question?'
-  const { status, body } = await call(app, 'tools/call', { name: 'fickle', requestState: second.body.result.requestState, inputResponses: { 'elicit-2': { action: 'accept', content: { y: 'b' } } } })
-  t.equal(status, 200)
-  t.equal(body.error.code, -32602)
-  t.match(body.error.message, /Input request #1 differs .* idempotent up to their last elicit/)
-  t.same(body.error.data, { reason: 'ledger_mismatch', ordinal: 1 })
+  const retry = () => call(app, 'tools/call', { name: 'fickle', requestState: second.body.result.requestState, inputResponses: { 'elicit-2': { action: 'accept', content: { y: 'b' } } } })
+  const cases: Array<[string, () => void, string, string]> = [
+    ['message', () => { asked.message = 'A different question?' }, 'message', 'message'],
+    ['schema', () => { asked.message = 'First question?'; asked.schema = requestedSchema().string('x', { title: 'X' }) }, 'schema', 'requested schema'],
+    ['key', () => { asked.schema = requestedSchema().string('x'); asked.key = 'renamed' }, 'key', 'input key'],
+    ['kind', () => { asked.key = undefined; asked.url = true }, 'kind', 'kind of request'],
+  ]
+  for (const [label, change, part, words] of cases) {
+    change()
+    const { status, body } = await retry()
+    t.equal(status, 200, label)
+    t.equal(body.error.code, -32602, label)
+    t.match(body.error.message, new RegExp(`^Input request #1 has a different ${words} from the one answered in an earlier round: .* idempotent up to their last elicit`), label)
+    t.notMatch(body.error.message, /secret/, 'never the answers')
+    t.same(body.error.data, { reason: 'ledger_mismatch', ordinal: 1, part }, label)
+  }
+  asked.url = false
+  const { body } = await retry()
+  t.same(body.result.content, [{ type: 'text', text: 'accept' }], 'the same question again replays')
 })
 
 t.test('a key used twice in one request is refused to the handler', async (t) => {

@@ -3,7 +3,9 @@ import Fastify from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { randomBytes } from 'node:crypto'
 import mocapi, { requestedSchema } from '../../lib/index.js'
-import { RequestStateCodec, parseKeys } from '../../lib/mrtr/codec.js'
+import { RequestStateCodec } from '../../lib/mrtr/codec.js'
+import { parseKeys } from '../../lib/mrtr/keys.js'
+import { KeyRing } from '../../lib/mrtr/seal.js'
 import { KEY, build, call } from '../helpers.js'
 
 const schema = requestedSchema().string('city')
@@ -128,8 +130,8 @@ t.test('a token expires after its ttl', async (t) => {
 
 t.test('a token without a round counter reads as round 0', async (t) => {
   const { app } = await server(t, [KEY])
-  const codec = new RequestStateCodec({ keys: parseKeys([KEY]), ttl: 60_000 })
-  const state = codec.encode({ method: 'tools/call', originalParams: { name: 'fly', arguments: { to: 'Lisbon' } }, inputResponses: [], principal: null })
+  const codec = new RequestStateCodec({ ring: new KeyRing(parseKeys([KEY])), ttl: 60_000 })
+  const state = codec.encode({ method: 'tools/call', originalParams: { name: 'fly', arguments: { to: 'Lisbon' } }, ledger: [], principal: null })
   const { body } = await call(app, 'tools/call', { name: 'fly', arguments: { to: 'Lisbon' }, requestState: state, inputResponses: accept })
   t.same(body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }])
 })

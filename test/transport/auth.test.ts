@@ -109,9 +109,9 @@ t.test('protectedResource options are validated at registration', async (t) => {
     ['yes', /protectedResource must be an object/],
     [{ authorizationServers: ['https://a.example'], issuer: 'x' }, /unknown option protectedResource.issuer/],
     [{}, /protectedResource.authorizationServers must be an array of strings, got undefined/],
-    [{ authorizationServers: [''] }, /authorizationServers must be an array of strings/],
+    [{ authorizationServers: [''] }, /protectedResource.authorizationServers\[0\] must be a non-empty string, got ""/],
     [{ authorizationServers: ['https://a.example'], resource: 'not a url' }, /protectedResource.resource must be an absolute URL, got "not a url"/],
-    [{ authorizationServers: ['https://a.example'], resource: 5 }, /protectedResource.resource must be a non-empty string, got 5/],
+    [{ authorizationServers: ['https://a.example'], resource: 5 }, /protectedResource.resource must be an absolute URL, got 5/],
     [{ authorizationServers: ['https://a.example'], scopesSupported: 'all' }, /scopesSupported must be an array of strings/],
     [{ authorizationServers: ['https://a.example'], resourceName: '' }, /resourceName must be a non-empty string/],
   ]

@@ -85,7 +85,11 @@ t.test('malformed envelopes are invalid requests', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     ['"text"', /request object/],
     [{ jsonrpc: '1.0', id: 1, method: 'server/discover' }, /jsonrpc/],
-    [{ jsonrpc: '2.0', id: 1, result: {} }, /method/],
+    [{ jsonrpc: '2.0', id: 1, result: {} }, /must not POST responses/],
+    [{ jsonrpc: '2.0', id: 1 }, /method must be a non-empty string/],
+    [{ jsonrpc: '2.0', id: 1, result: {}, error: {} }, /either result or error/],
+    [{ jsonrpc: '2.0', id: null, result: {} }, /id must be/],
+    [{ jsonrpc: '2.0', method: 'x', id: null }, /id must be/],
     [{ jsonrpc: '2.0', id: { a: 1 }, method: 'server/discover' }, /id must be/],
     [{ jsonrpc: '2.0', id: 1, method: 'server/discover', params: [1] }, /params must be an object/],
   ]

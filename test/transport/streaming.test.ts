@@ -1,9 +1,9 @@
 import t from 'tap'
-import { requestedSchema, type McpContext } from '../../lib/index.js'
-import { build, meta, rpc } from '../helpers.js'
+import { requestedSchema, type McpContext, type ToolReturn } from '../../lib/index.js'
+import { build, meta, rpc, MOCAPI_VERSION } from '../helpers.js'
 
 type Test = Parameters<typeof build>[0]
-type Handler = (args: Record<string, any>, ctx: McpContext) => unknown
+type Handler = (args: Record<string, any>, ctx: McpContext) => ToolReturn | Promise<ToolReturn>
 
 const LOG_LEVEL = 'io.modelcontextprotocol/logLevel'
 const city = requestedSchema().string('city')
@@ -55,7 +55,7 @@ t.test('progress with a progress token turns the reply into an event stream', as
       result: {
         resultType: 'complete',
         content: [{ type: 'text', text: 'done' }],
-        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: '0.1.0' } },
+        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: MOCAPI_VERSION } },
       },
     },
   ])
@@ -83,7 +83,7 @@ t.test('without a progress token the reply stays json', async (t) => {
   t.same(body, {
     jsonrpc: '2.0',
     id: 5,
-    result: { resultType: 'complete', content: [{ type: 'text', text: 'quiet' }], _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: '0.1.0' } } },
+    result: { resultType: 'complete', content: [{ type: 'text', text: 'quiet' }], _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mocapi', version: MOCAPI_VERSION } } },
   })
 })
 

@@ -1,0 +1,98 @@
+/**
+ * The one set of checkers for plugin options and definitions. Each throws a registration error
+ * (an `FST_MOCAPI_*` TypeError, {@link InvalidOptionError} unless told otherwise) whose message
+ * names the bad value.
+ */
+import { InvalidOptionError, type RegistrationErrorConstructor } from './errors.js'
+
+/** `ttlMs` and `cacheScope` stamped on a cacheable result. */
+export interface CacheHint {
+  /** How long a client may reuse the result, in ms. */
+  ttlMs?: number
+  /** `public` when every caller sees the same result, `private` when it varies by the caller's authorization. */
+  cacheScope?: 'public' | 'private'
+}
+
+/** A short description of a value for an error message: strings quoted, objects by kind. */
+export function describe (value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (value === null || typeof value !== 'object') return typeof value === 'function' ? 'a function' : String(value)
+  if (Array.isArray(value)) return 'an array'
+  return 'an object'
+}
+
+export function isPlainObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** Fails with `<name> must be <what>, got <value>`. */
+export function fail (name: string, what: string, value: unknown, E: RegistrationErrorConstructor = InvalidOptionError): never {
+  throw new E(`${name} must be ${what}, got ${describe(value)}`)
+}
+
+export function plainObject (value: unknown, name: string, E?: RegistrationErrorConstructor): Record<string, unknown> {
+  if (!isPlainObject(value)) fail(name, 'an object', value, E)
+  return value
+}
+
+/** Refuses a field the object does not know: `unknown option <prefix><key>`, or `<where> has an unknown field "<key>"`. */
+export function knownFields (value: Record<string, unknown>, known: ReadonlySet<string>, where: string, E: RegistrationErrorConstructor = InvalidOptionError): void {
+  for (const key of Object.keys(value)) {
+    if (!known.has(key)) {
+      throw new E(E === InvalidOptionError ? `unknown option ${where}${key}` : `${where} has an unknown field "${key}"`)
+    }
+  }
+}
+
+export function nonEmptyString (value: unknown, name: string, E?: RegistrationErrorConstructor): string {
+  if (typeof value !== 'string' || value === '') fail(name, 'a non-empty string', value, E)
+  return value
+}
+
+export function optionalString (value: unknown, name: string, E?: RegistrationErrorConstructor): string | undefined {
+  if (value !== undefined && typeof value !== 'string') fail(name, 'a string', value, E)
+  return value
+}
+
+export function positiveInteger (value: unknown, name: string, fallback: number, E?: RegistrationErrorConstructor): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || (value as number) <= 0) fail(name, 'a positive integer', value, E)
+  return value as number
+}
+
+export function nonNegativeInteger (value: unknown, name: string, fallback: number, E?: RegistrationErrorConstructor): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || (value as number) < 0) fail(name, 'a non-negative integer', value, E)
+  return value as number
+}
+
+export function stringList (value: unknown, name: string, E?: RegistrationErrorConstructor): string[] | undefined {
+  if (value === undefined) return undefined
+  if (!Array.isArray(value)) fail(name, 'an array of strings', value, E)
+  value.forEach((item, i) => nonEmptyString(item, `${name}[${i}]`, E))
+  return value
+}
+
+export function optionalFunction<F extends (...args: any[]) => unknown> (value: unknown, name: string, E?: RegistrationErrorConstructor): F | undefined {
+  if (value !== undefined && typeof value !== 'function') fail(name, 'a function', value, E)
+  return value as F | undefined
+}
+
+export function oneOf<const V extends string> (value: unknown, values: readonly V[], name: string, fallback: V, E?: RegistrationErrorConstructor): V {
+  if (value === undefined) return fallback
+  if (!values.includes(value as V)) fail(name, values.map((v) => `'${v}'`).join(' or '), value, E)
+  return value as V
+}
+
+/** A caching hint: each field optional, taken from `fallback` when left out. */
+export function cacheHint (value: unknown, name: string, fallback: Required<CacheHint>, E?: RegistrationErrorConstructor): Required<CacheHint> {
+  if (value === undefined) return fallback
+  const hint = plainObject(value, name, E)
+  knownFields(hint, CACHE_FIELDS, E === undefined || E === InvalidOptionError ? `${name}.` : name, E)
+  return {
+    ttlMs: nonNegativeInteger(hint.ttlMs, `${name}.ttlMs`, fallback.ttlMs, E),
+    cacheScope: oneOf(hint.cacheScope, ['public', 'private'], `${name}.cacheScope`, fallback.cacheScope, E),
+  }
+}
+
+const CACHE_FIELDS = new Set(['ttlMs', 'cacheScope'])

@@ -1,0 +1,118 @@
+/**
+ * Checks the answers a client gives to input requests before they enter the ledger. A form
+ * answer keeps only the fields its requested schema declares, each of the type declared, so
+ * nothing else reaches the handler or rides in later tokens.
+ */
+import type { SchemaCompiler } from '../json-schema.js'
+import { firstError } from '../json-schema.js'
+import { isPlainObject, type JsonObject } from '../protocol/wire.js'
+import type { PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder } from './schema.js'
+import { schemaJson } from './schema.js'
+
+/** Checks and normalises one answer from `inputResponses`: the value the handler gets, or why it was refused. */
+export type ResponseCheck = (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string }
+
+/** An elicitation result once checked: content only comes with `accept`. */
+export type ElicitAnswer<T = Record<string, unknown>> =
+  | { action: 'accept', content: T }
+  | { action: 'decline' }
+  | { action: 'cancel' }
+
+/** The action of an elicitation result, or undefined when it is none of the three. */
+function actionOf (value: unknown): 'accept' | 'decline' | 'cancel' | undefined {
+  if (!isPlainObject(value) || !Object.hasOwn(value, 'action')) return undefined
+  const action = value.action
+  return action === 'accept' || action === 'decline' || action === 'cancel' ? action : undefined
+}
+
+const NOT_AN_OBJECT = { ok: false, message: 'result must be an object' } as const
+const BAD_ACTION = { ok: false, message: 'result.action must be one of accept, decline, cancel' } as const
+
+/** A URL-mode answer: only the action counts. */
+export function checkUrlAnswer (value: unknown): ReturnType<ResponseCheck> {
+  if (!isPlainObject(value)) return NOT_AN_OBJECT
+  const action = actionOf(value)
+  return action === undefined ? BAD_ACTION : { ok: true, value: { action } }
+}
+
+/** A sampling answer: a `CreateMessageResult`. */
+export function checkSamplingAnswer (value: unknown): ReturnType<ResponseCheck> {
+  if (!isPlainObject(value)) return NOT_AN_OBJECT
+  if (value.role !== 'user' && value.role !== 'assistant') return { ok: false, message: 'result.role must be user or assistant' }
+  if (!isPlainObject(value.content) && !Array.isArray(value.content)) return { ok: false, message: 'result.content must be an object or an array' }
+  if (typeof value.model !== 'string') return { ok: false, message: 'result.model must be a string' }
+  return { ok: true, value }
+}
+
+/** A roots answer: `{ roots: [{ uri }] }`; the handler gets the roots. */
+export function checkRootsAnswer (value: unknown): ReturnType<ResponseCheck> {
+  const roots = isPlainObject(value) ? value.roots : undefined
+  if (!Array.isArray(roots) || !roots.every((root) => isPlainObject(root) && typeof root.uri === 'string')) {
+    return { ok: false, message: 'result.roots must be an array of { uri }' }
+  }
+  return { ok: true, value: roots }
+}
+
+/** Labelled choices become a plain `enum`, so a wrong value reads the same whatever the select; multi selects take no value twice. */
+function forAjv (property: PrimitiveSchemaDefinition): object {
+  if ('oneOf' in property) return { type: 'string', enum: property.oneOf.map((c) => c.const) }
+  if ('items' in property) {
+    const items = 'anyOf' in property.items ? { type: 'string', enum: property.items.anyOf.map((c) => c.const) } : property.items
+    return { ...property, items, uniqueItems: true }
+  }
+  return property
+}
+
+/** The schema answers are checked against: the requested one, with selects made plain. */
+export function answerSchema (schema: RequestedSchema): object {
+  const properties: JsonObject = {}
+  for (const [name, property] of Object.entries(schema.properties)) {
+    Object.defineProperty(properties, name, { value: forAjv(property), enumerable: true, writable: true, configurable: true })
+  }
+  return schema.required === undefined ? { type: 'object', properties } : { type: 'object', properties, required: schema.required }
+}
+
+/** Turns a failure path into the path named in messages: `content.cabin`, `content.seats[1]`. */
+function where (path: string[]): string {
+  return 'content' + path.map((key, depth) => {
+    if (depth > 0) return `[${key}]`
+    return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`
+  }).join('')
+}
+
+/**
+ * The checks of form answers for one registration: each requested schema's validator is
+ * compiled by the registration's {@link SchemaCompiler} on first use, keyed by its JSON text.
+ */
+export class FormAnswers {
+  readonly #compiler: SchemaCompiler
+
+  constructor (compiler: SchemaCompiler) {
+    this.#compiler = compiler
+  }
+
+  /** The check of answers to a builder's schema; the schema is only rendered when an answer comes. */
+  check (builder: RequestedSchemaBuilder<object>): ResponseCheck {
+    return (value) => this.#check(builder, value)
+  }
+
+  #check (builder: RequestedSchemaBuilder<object>, value: unknown): ReturnType<ResponseCheck> {
+    if (!isPlainObject(value)) return NOT_AN_OBJECT
+    const action = actionOf(value)
+    if (action === undefined) return BAD_ACTION
+    if (action !== 'accept') return { ok: true, value: { action } }
+    const given = Object.hasOwn(value, 'content') ? value.content : undefined
+    if (!isPlainObject(given)) return { ok: false, message: 'content must be an object' }
+    const json = schemaJson(builder)
+    const schema = builder.schema
+    // Only the declared fields, read as own properties: what the schema does not ask for never arrives.
+    const content: JsonObject = {}
+    for (const name of Object.keys(schema.properties)) {
+      if (Object.hasOwn(given, name)) Object.defineProperty(content, name, { value: given[name], enumerable: true, writable: true, configurable: true })
+    }
+    const validate = this.#compiler.answerValidator(json, () => answerSchema(schema))
+    if (validate(content)) return { ok: true, value: { action, content } }
+    const error = firstError(validate.errors)
+    return { ok: false, message: `${where(error.path)} ${error.message}` }
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The JSON Schema compiler of one plugin registration: tool input and output schemas, prompt
+ * arguments and elicitation answers all compile here, once, at registration or on first use.
+ * Nothing is shared between registrations, so an `$id` never clashes across apps, and releasing
+ * a schema (a tool removed, an answer schema evicted) frees its compiled validator.
+ */
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import { InvalidSchemaError } from './errors.js'
+
+/** A compiled validator; `errors` holds the failures of its last call. */
+export type Validator = ValidateFunction
+
+/** Answer schemas kept compiled at once: a handler that builds its schemas from data makes new ones. */
+export const MAX_ANSWER_SCHEMAS = 256
+
+function pathOf (pointer: string): string[] {
+  return pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+}
+
+/** One line naming the first failure of a validation that failed: `arguments.to must be string`. */
+export function describeErrors (root: string, errors: ErrorObject[] | null | undefined): string {
+  // Ajv fills `errors` whenever validation fails, each with a message.
+  const error = (errors as ErrorObject[])[0]
+  const path = pathOf(error.instancePath).map((s) => `.${s}`).join('')
+  if (error.keyword === 'additionalProperties') {
+    return `${root}${path} must not have property '${(error.params as { additionalProperty: string }).additionalProperty}'`
+  }
+  return `${root}${path} ${error.message as string}`
+}
+
+/** The first failure of a validation that failed, as its keyword and the path of the value at fault. */
+export function firstError (errors: ErrorObject[] | null | undefined): { keyword: string, path: string[], params: Record<string, unknown>, message: string } {
+  const error = (errors as ErrorObject[])[0]
+  return { keyword: error.keyword, path: pathOf(error.instancePath), params: error.params, message: error.message as string }
+}
+
+export class SchemaCompiler {
+  #ajv: Ajv2020 | undefined
+  readonly #answers = new Map<string, { schema: object, validate: Validator }>()
+
+  // Made on first use: an app that registers no schema never pays for the meta-schema.
+  get #instance (): Ajv2020 {
+    if (this.#ajv === undefined) {
+      // ownProperties: a field named like an Object.prototype member is present only when given.
+      // addUsedSchema: false keeps a schema's $id out of the instance's registry, so a tool can be
+      // registered again after its removal, and two tools may share an $id.
+      this.#ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, addUsedSchema: false, ownProperties: true })
+      addFormats.default(this.#ajv)
+    }
+    return this.#ajv
+  }
+
+  /** Compiles a definition's JSON Schema; throws an InvalidSchemaError naming `where` when it is not one. */
+  compile (schema: object, where: string): Validator {
+    try {
+      return this.#instance.compile(schema)
+    } catch (error) {
+      throw new InvalidSchemaError(where, (error as Error).message)
+    }
+  }
+
+  /** Forgets a compiled schema, so its validator can be collected once nothing else holds it. */
+  release (schema: object): void {
+    this.#ajv?.removeSchema(schema)
+  }
+
+  /**
+   * The validator of an answer schema, keyed by its JSON text: compiled on first use, kept for
+   * the most recently used {@link MAX_ANSWER_SCHEMAS} schemas.
+   */
+  answerValidator (json: string, render: () => object): Validator {
+    const kept = this.#answers.get(json)
+    if (kept !== undefined) {
+      // Most recently used last: the first entry is the one to evict.
+      this.#answers.delete(json)
+      this.#answers.set(json, kept)
+      return kept.validate
+    }
+    const schema = render()
+    const validate = this.compile(schema, 'a requested schema')
+    if (this.#answers.size >= MAX_ANSWER_SCHEMAS) {
+      const [oldest, entry] = this.#answers.entries().next().value as [string, { schema: object }]
+      this.#answers.delete(oldest)
+      this.release(entry.schema)
+    }
+    this.#answers.set(json, { schema, validate })
+    return validate
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * requestState keys: 32 random bytes each, given as base64, base64url or hex. Errors name the
+ * key's position, never its value.
+ */
+import { randomBytes } from 'node:crypto'
+import { InvalidKeyError } from '../errors.js'
+
+export const KEY_BYTES = 32
+
+const BASE64_ANY = /^[A-Za-z0-9+/_-]+={0,2}$/
+const HEX = /^[0-9a-fA-F]{64}$/
+// Of 32 random bytes, about 30 differ; fewer than 16 distinct values happens by chance with a
+// probability far below 1e-15, and is what a repeated pattern looks like.
+const MIN_DISTINCT_BYTES = 16
+
+/** 32 fresh random bytes: the key of a single process when no keys are configured. */
+export function ephemeralKey (): Buffer {
+  return randomBytes(KEY_BYTES)
+}
+
+/** Why 32 bytes are plainly not a random key, or undefined when nothing gives them away. */
+export function weakness (bytes: Uint8Array): string | undefined {
+  if (new Set(bytes).size < MIN_DISTINCT_BYTES) return 'repeats a few byte values (a pattern, or bytes all alike)'
+  const step = (bytes[1] - bytes[0]) & 0xff
+  let progression = true
+  let text = true
+  for (let i = 0; i < bytes.length; i++) {
+    if (i > 0 && ((bytes[i] - bytes[i - 1]) & 0xff) !== step) progression = false
+    if (bytes[i] < 0x20 || bytes[i] > 0x7e) text = false
+  }
+  if (progression) return 'is a counting sequence'
+  // Random bytes are all printable ASCII with a probability of about 1e-14: this is a passphrase.
+  if (text) return 'is printable text (a passphrase), not random bytes'
+  return undefined
+}
+
+/** Decodes one configured key: base64 or base64url of 32 bytes, or 64 hex digits. */
+function decodeKey (key: unknown, i: number): Buffer {
+  const where = `requestState.keys[${i}]`
+  if (typeof key !== 'string') throw new InvalidKeyError(`${where} must be a base64, base64url or hex string, got ${key === null ? 'null' : Array.isArray(key) ? 'an array' : typeof key}`)
+  const text = key.trim()
+  if (HEX.test(text)) return Buffer.from(text, 'hex')
+  if (!BASE64_ANY.test(text)) throw new InvalidKeyError(`${where} is not base64, base64url or hex`)
+  // Node's base64 decoder reads both alphabets.
+  const bytes = Buffer.from(text, 'base64')
+  if (bytes.length !== KEY_BYTES) {
+    throw new InvalidKeyError(`${where} must decode to ${KEY_BYTES} bytes, got ${bytes.length}: make one with ` +
+      '`node -e "console.log(require(\'crypto\').randomBytes(32).toString(\'base64\'))"` (or `openssl rand -hex 32`)')
+  }
+  return bytes
+}
+
+/**
+ * Validates configured keys: a non-empty array of strings, each 32 bytes as base64, base64url or
+ * 64 hex digits, none plainly non-random.
+ */
+export function parseKeys (keys: unknown): Buffer[] {
+  if (!Array.isArray(keys) || keys.length === 0) {
+    throw new InvalidKeyError(`requestState.keys must be a non-empty array of keys, got ${Array.isArray(keys) ? 'an empty array' : typeof keys === 'string' ? JSON.stringify(keys) : typeof keys}`)
+  }
+  return keys.map((key: unknown, i) => {
+    const bytes = decodeKey(key, i)
+    const weak = weakness(bytes)
+    if (weak !== undefined) throw new InvalidKeyError(`requestState.keys[${i}] ${weak}: use 32 random bytes`)
+    return bytes
+  })
+}
+
+/** Splits a comma-separated environment value into keys; `undefined` when unset or empty. */
+export function keysFromEnv (value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined
+  const keys = value.split(',').map((s) => s.trim()).filter((s) => s !== '')
+  return keys.length === 0 ? undefined : keys
+}

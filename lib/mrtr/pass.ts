@@ -1,0 +1,196 @@
+import type { AskTarget } from '../context.js'
+import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
+import type { FormAnswers, ResponseCheck } from '../elicitation/answers.js'
+import type { InputRequest, JsonObject } from '../protocol/wire.js'
+import type { LedgerEntry } from './codec.js'
+import { differingPart, fingerprint, type Question } from './fingerprint.js'
+
+/** How one pass of a handler ended. */
+export type PassOutcome<T> =
+  | { kind: 'complete', value: T }
+  | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[] }
+
+/**
+ * What an unanswered input request rejects with. It unwinds the handler, so its `finally` blocks,
+ * `using` disposals and transaction wrappers run; the round's outcome is already fixed, so a
+ * handler that catches it cannot change what the client gets. Rethrow it from a broad `catch`.
+ */
+export class InputRequired extends Error {
+  constructor () {
+    super('mocapi: this round needs input from the client; the handler runs again when the client answers')
+    this.name = 'InputRequired'
+  }
+}
+
+/** A rejected promise that reports no unhandled rejection: a handler may drop an ask it never awaits. */
+function rejected (error: unknown): Promise<never> {
+  const promise = Promise.reject(error)
+  promise.catch(() => {})
+  return promise
+}
+
+// Up to this many asks in a pass, a repeated key is found by scanning the ledger; past it, by a set.
+const SCAN_LIMIT = 8
+
+/**
+ * One run of a handler under the replay pattern. The Nth input request reached in the run (its
+ * ordinal) reads ledger slot N: answered slots return their answer at once; the first unanswered
+ * ones end the pass with an `input_required` outcome.
+ *
+ * An unanswered request rejects with {@link InputRequired}, which unwinds the handler; from then
+ * on the outcome is fixed, whatever the handler returns or throws, and the pass's `signal` tells
+ * work the handler left running that the pass is over. Asks made in the same turn of the event
+ * loop (`Promise.all`) are gathered into one round.
+ */
+export class ReplayPass implements AskTarget {
+  readonly forms: FormAnswers
+  readonly #ledger: LedgerEntry[]
+  readonly #responses: JsonObject | undefined
+  readonly #keys: (prefix: string, ordinal: number) => string
+  readonly #budget: number
+  #ordinal = 0
+  #pendingBytes = 0
+  #seen: Set<string> | undefined
+  #pending: Record<string, InputRequest> | undefined
+  #yielded: Promise<never> | undefined
+  #closed = false
+  #controller: AbortController | undefined
+  #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
+  #reject: ((error: unknown) => void) | undefined
+
+  /**
+   * @param ledger the slots restored from the request's token, filled in as the pass asks
+   * @param responses the request's `inputResponses`
+   * @param keys makes the default input key of an ordinal
+   * @param forms the checks of form answers
+   * @param budget how many bytes the new slots of one round may take: past it, they could never fit in a token
+   */
+  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, keys: (prefix: string, ordinal: number) => string, forms: FormAnswers, budget: number) {
+    this.forms = forms
+    this.#ledger = ledger
+    this.#responses = responses
+    this.#keys = keys
+    this.#budget = budget
+  }
+
+  /** Aborted when the pass is over: it yielded, failed or completed. */
+  get signal (): AbortSignal {
+    this.#controller ??= new AbortController()
+    if (this.#closed && !this.#controller.signal.aborted) this.#controller.abort(new DOMException('the pass is over', 'AbortError'))
+    return this.#controller.signal
+  }
+
+  /** Slots answered so far, and slots waiting for an answer. */
+  get counts (): { answered: number, pending: number } {
+    let answered = 0
+    for (const slot of this.#ledger) if ('r' in slot) answered++
+    return { answered, pending: this.#ledger.length - answered }
+  }
+
+  /** Runs `fn` once; settles with its value, or with the input this pass still needs. */
+  run<T> (fn: () => T | PromiseLike<T>): Promise<PassOutcome<T>> {
+    return new Promise<PassOutcome<T>>((resolve, reject) => {
+      this.#resolve = resolve as (outcome: PassOutcome<unknown>) => void
+      this.#reject = reject
+      let value
+      try {
+        value = fn()
+      } catch (error) {
+        this.#threw(error)
+        return
+      }
+      // A handler that returns a plain value completes without a detour through a promise.
+      if (typeof (value as PromiseLike<T> | undefined)?.then !== 'function') this.#settle({ kind: 'complete', value })
+      else {
+        (value as PromiseLike<T>).then(
+          (result) => this.#settle({ kind: 'complete', value: result }),
+          (error: unknown) => this.#threw(error))
+      }
+    })
+  }
+
+  /**
+   * Asks for one input: the stored answer when the ledger has it, else a yield. `key` defaults
+   * to `<prefix>-<ordinal>`; `missing` names the client capabilities the request needs and the
+   * client lacks, if any.
+   */
+  ask (question: Question, key: string | undefined, prefix: string, accept: ResponseCheck, missing: Record<string, unknown> | undefined): Promise<unknown> {
+    if (this.#closed) return this.#yielded ?? rejected(new Error('ctx.elicit() and kin were called after the handler\'s pass ended'))
+    const ordinal = this.#ordinal++
+    const ledger = this.#ledger
+    key ??= this.#keys(prefix, ordinal)
+    if (this.#repeats(key, ordinal)) return this.#fail(new InvalidArgumentError(`Input key "${key}" is used twice in one request: keys must be unique`))
+
+    const slot = ledger[ordinal] as LedgerEntry | undefined
+    const print = fingerprint(question)
+    if (slot !== undefined) {
+      if (slot.k !== key) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1, 'key'))
+      const part = differingPart(slot.f, print, question.kind)
+      if (part !== undefined) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1, part))
+      if ('r' in slot) return Promise.resolve(slot.r)
+    }
+    const responses = this.#responses
+    const incoming = responses !== undefined && Object.hasOwn(responses, key) ? responses[key] : undefined
+    if (incoming !== undefined) {
+      const checked = accept(incoming)
+      if (!checked.ok) return this.#fail(invalidParams(`inputResponses.${key}: ${checked.message}`))
+      ledger[ordinal] = { k: key, f: print, r: checked.value }
+      return Promise.resolve(checked.value)
+    }
+    if (missing !== undefined) return this.#fail(missingCapability(missing))
+    this.#pendingBytes += key.length + print.length + 8
+    if (this.#pendingBytes > this.#budget) {
+      return this.#fail(invalidParams(`The handler asked for more input in one round than a requestState token holds (over ${ordinal + 1} requests)`))
+    }
+    ledger[ordinal] = { k: key, f: print }
+    if (this.#pending === undefined) {
+      this.#pending = Object.create(null) as Record<string, InputRequest>
+      this.#yielded = rejected(new InputRequired())
+      setImmediate(() => this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
+    }
+    this.#pending[key] = question.build()
+    return this.#yielded as Promise<never>
+  }
+
+  /** Whether `key` was asked before in this pass (every earlier ordinal holds its slot). */
+  #repeats (key: string, ordinal: number): boolean {
+    if (ordinal < SCAN_LIMIT) {
+      for (let i = 0; i < ordinal; i++) if (this.#ledger[i].k === key) return true
+      return false
+    }
+    if (this.#seen === undefined) {
+      this.#seen = new Set()
+      for (let i = 0; i < ordinal; i++) this.#seen.add(this.#ledger[i].k)
+    }
+    if (this.#seen.has(key)) return true
+    this.#seen.add(key)
+    return false
+  }
+
+  /** The handler returned: its value is the outcome, unless the pass already yielded or failed. */
+  #settle (outcome: PassOutcome<unknown>): void {
+    if (this.#pending === undefined) this.#close(outcome)
+  }
+
+  /** The handler threw: that is the outcome, unless the pass already yielded (the yield unwinding it, most likely) or failed. */
+  #threw (error: unknown): void {
+    if (this.#pending === undefined) this.#fail(error)
+  }
+
+  #close (outcome: PassOutcome<unknown>): void {
+    if (this.#closed) return
+    this.#closed = true
+    this.#controller?.abort(new DOMException('the pass is over', 'AbortError'))
+    this.#resolve!(outcome)
+  }
+
+  /** The pass fails with `error` (a bad answer, a changed question), unless it already ended; the ask that failed rejects with it. */
+  #fail (error: unknown): Promise<never> {
+    if (!this.#closed) {
+      this.#closed = true
+      this.#controller?.abort(new DOMException('the pass is over', 'AbortError'))
+      this.#reject!(error)
+    }
+    return rejected(error)
+  }
+}

@@ -1,0 +1,35 @@
+import type { FastifyRequest } from 'fastify'
+import type { PrincipalState } from '../context.js'
+import { isPlainObject } from '../protocol/wire.js'
+
+/** A caller, as the replay engine binds tokens to it. */
+export interface Principal {
+  value: string | null
+  state: PrincipalState
+}
+
+const ANONYMOUS: Principal = Object.freeze({ value: null, state: 'anonymous' })
+const UNBOUND: Principal = Object.freeze({ value: null, state: 'unbound' })
+
+/** A principal made of an id: a string, or a finite number written as one. */
+function bound (id: unknown): Principal | undefined {
+  if (typeof id === 'string') return { value: id, state: 'bound' }
+  if (typeof id === 'number' && Number.isFinite(id)) return { value: String(id), state: 'bound' }
+  return undefined
+}
+
+/**
+ * The caller of a request. With the app's own `principal` function: what it returns, `null` or
+ * `undefined` meaning anonymous. By default: `request.user` when a string, else its `sub`; a
+ * request with a `request.user` that has neither is authenticated without a principal, which
+ * fails closed: the replay engine refuses its interactive rounds rather than treat it as anonymous.
+ */
+export function principalOf (request: FastifyRequest, custom: ((request: FastifyRequest) => unknown) | undefined): Principal {
+  if (custom !== undefined) {
+    const value = custom(request)
+    return value === null || value === undefined ? ANONYMOUS : bound(value) ?? UNBOUND
+  }
+  const user = (request as FastifyRequest & { user?: unknown }).user
+  if (user === null || user === undefined) return ANONYMOUS
+  return bound(user) ?? (isPlainObject(user) ? bound(user.sub) : undefined) ?? UNBOUND
+}

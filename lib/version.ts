@@ -1,0 +1,18 @@
+import { readFileSync } from 'node:fs'
+
+/**
+ * The version in mocapi's package.json, looked for beside `from`'s folder and one above:
+ * `lib/` runs from source, `dist/lib/` from an install.
+ */
+export function readVersion (from: string | URL = import.meta.url): string {
+  for (const relative of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(relative, from), 'utf8')) as { name?: unknown, version?: unknown }
+      if (pkg.name === 'mocapi' && typeof pkg.version === 'string') return pkg.version
+    } catch {}
+  }
+  return '0.0.0'
+}
+
+/** The version of mocapi, as its package.json says. */
+export const MOCAPI_VERSION = readVersion()

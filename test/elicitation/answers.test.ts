@@ -1,0 +1,139 @@
+import t from 'tap'
+import { requestedSchema, type RequestedSchemaBuilder } from '../../lib/elicitation/schema.js'
+import { FormAnswers, checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer } from '../../lib/elicitation/answers.js'
+import { MAX_ANSWER_SCHEMAS, SchemaCompiler } from '../../lib/json-schema.js'
+
+const flight = requestedSchema()
+  .boolean('confirm')
+  .choose('cabin', ['economy', 'business'])
+  .choose('meal', [{ value: 'veg', title: 'Vegetarian' }, { value: 'fish', title: 'Fish' }], { optional: true })
+  .string('email', { format: 'email', optional: true })
+  .string('site', { format: 'uri', optional: true })
+  .string('day', { format: 'date', optional: true })
+  .string('at', { format: 'date-time', optional: true })
+  .string('note', { minLength: 2, maxLength: 5, optional: true })
+  .integer('seats', { minimum: 1, maximum: 4, optional: true })
+  .number('weight', { maximum: 23.5, optional: true })
+  .chooseMany('extras', ['bag', 'wifi'], { maxItems: 1, optional: true })
+  .chooseMany('perks', [{ value: 'lounge', title: 'Lounge' }, { value: 'spa', title: 'Spa' }], { optional: true })
+  .boolean('my field', { optional: true })
+
+/** The check of accepted content for a builder, in a registration of its own. */
+function contentCheck (builder: RequestedSchemaBuilder<object>, forms = new FormAnswers(new SchemaCompiler())) {
+  const check = forms.check(builder)
+  return (content: unknown) => check({ action: 'accept', content })
+}
+
+t.test('accepts content that fits, keeping only the declared fields', async (t) => {
+  const check = contentCheck(flight)
+  t.strictSame(check({ confirm: true, cabin: 'economy' }), { ok: true, value: { action: 'accept', content: { confirm: true, cabin: 'economy' } } })
+  const full = {
+    confirm: false,
+    cabin: 'business',
+    meal: 'fish',
+    email: 'a@example.com',
+    site: 'https://example.com/x',
+    day: '2026-07-28',
+    at: '2026-07-28T10:00:00Z',
+    note: 'hey',
+    seats: 2,
+    weight: 23.5,
+    extras: ['wifi'],
+    perks: ['lounge', 'spa'],
+    'my field': true,
+  }
+  t.strictSame(check({ ...full, extra: 'dropped', role: 'admin', profile: { isAdmin: true } }), { ok: true, value: { action: 'accept', content: full } })
+})
+
+t.test('undeclared keys never reach the handler, whatever their name', async (t) => {
+  const check = contentCheck(requestedSchema().string('name'))
+  const given = JSON.parse('{"name":"Ada","role":"admin","__proto__":{"isAdmin":true},"constructor":{"x":1}}')
+  const result = check(given)
+  t.ok(result.ok)
+  const content = (result as { value: { content: Record<string, unknown> } }).value.content
+  t.strictSame(Object.keys(content), ['name'])
+  t.equal(Object.getPrototypeOf(content), Object.prototype)
+  t.equal((content as { isAdmin?: unknown }).isAdmin, undefined)
+})
+
+t.test('fields named like Object.prototype members are read as own properties', async (t) => {
+  const check = contentCheck(requestedSchema().string('constructor').string('toString').string('__proto__', { optional: true }))
+  t.strictSame(check({}), { ok: false, message: "content must have required property 'constructor'" }, 'an inherited member is not an answer')
+  const given = JSON.parse('{"constructor":"a","toString":"b","__proto__":"c"}')
+  const result = check(given) as { ok: true, value: { content: Record<string, unknown> } }
+  t.ok(result.ok)
+  t.equal(Object.getOwnPropertyDescriptor(result.value.content, '__proto__')?.value, 'c')
+  t.equal(result.value.content.constructor, 'a')
+})
+
+t.test('names the offending field', async (t) => {
+  const check = contentCheck(flight)
+  const base = { confirm: true, cabin: 'economy' }
+  const cases: Array<[unknown, string]> = [
+    [{ cabin: 'economy' }, "content must have required property 'confirm'"],
+    [{ confirm: true, cabin: 'first' }, 'content.cabin must be equal to one of the allowed values'],
+    [{ ...base, meal: 'beef' }, 'content.meal must be equal to one of the allowed values'],
+    [{ ...base, email: 'nope' }, 'content.email must match format "email"'],
+    [{ ...base, site: 'not a uri' }, 'content.site must match format "uri"'],
+    [{ ...base, day: '28/07/2026' }, 'content.day must match format "date"'],
+    [{ ...base, at: '2026-07-28' }, 'content.at must match format "date-time"'],
+    [{ ...base, note: 'x' }, 'content.note must NOT have fewer than 2 characters'],
+    [{ ...base, seats: 1.5 }, 'content.seats must be integer'],
+    [{ ...base, seats: 5 }, 'content.seats must be <= 4'],
+    [{ ...base, weight: '3' }, 'content.weight must be number'],
+    [{ ...base, extras: ['wifi', 'bag'] }, 'content.extras must NOT have more than 1 items'],
+    [{ ...base, extras: ['tv'] }, 'content.extras[0] must be equal to one of the allowed values'],
+    [{ ...base, perks: ['spa', 'spa'] }, 'content.perks must NOT have duplicate items (items ## 1 and 0 are identical)'],
+    [{ ...base, perks: ['gym'] }, 'content.perks[0] must be equal to one of the allowed values'],
+    [{ ...base, 'my field': 'yes' }, 'content["my field"] must be boolean'],
+    [{ ...base, note: { text: 'hi' } }, 'content.note must be string'],
+    [{ ...base, cabin: ['economy'] }, 'content.cabin must be string'],
+    [null, 'content must be an object'],
+    [['confirm'], 'content must be an object'],
+  ]
+  for (const [content, message] of cases) t.strictSame(check(content), { ok: false, message }, message)
+})
+
+t.test('decodes escaped pointer segments', async (t) => {
+  const check = contentCheck(requestedSchema().integer('a/b~c'))
+  t.strictSame(check({ 'a/b~c': 'x' }), { ok: false, message: 'content["a/b~c"] must be integer' })
+})
+
+t.test('checks the action of every kind of answer', async (t) => {
+  const check = new FormAnswers(new SchemaCompiler()).check(requestedSchema().boolean('confirm'))
+  t.strictSame(check({ action: 'decline', content: { junk: 1 } }), { ok: true, value: { action: 'decline' } })
+  t.strictSame(check({ action: 'cancel' }), { ok: true, value: { action: 'cancel' } })
+  t.strictSame(check({ action: 'accept' }), { ok: false, message: 'content must be an object' })
+  const badAction = { ok: false, message: 'result.action must be one of accept, decline, cancel' }
+  t.strictSame(check({ action: 'ACCEPT' }), badAction)
+  t.strictSame(check({}), badAction)
+  t.strictSame(check(Object.create({ action: 'accept' })), badAction, 'an inherited action is no action')
+  for (const value of [null, 'accept', [], undefined]) t.strictSame(check(value), { ok: false, message: 'result must be an object' })
+
+  t.strictSame(checkUrlAnswer({ action: 'accept', content: { x: 1 } }), { ok: true, value: { action: 'accept' } })
+  t.strictSame(checkUrlAnswer({ action: 'nope' }), badAction)
+  t.strictSame(checkUrlAnswer(7), { ok: false, message: 'result must be an object' })
+  t.ok(checkSamplingAnswer({ role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' }).ok)
+  t.strictSame(checkRootsAnswer({ roots: [{ uri: 'file:///a' }] }), { ok: true, value: [{ uri: 'file:///a' }] })
+})
+
+t.test('builders that render the same schema share one validator, in a bounded cache', async (t) => {
+  const compiler = new SchemaCompiler()
+  const make = () => requestedSchema().string('city').integer('nights', { minimum: 1 })
+  const json = JSON.stringify(make().schema)
+  let renders = 0
+  const render = () => { renders++; return { type: 'object' } }
+  const first = compiler.answerValidator(json, render)
+  t.equal(compiler.answerValidator(json, render), first, 'the same JSON reuses the validator')
+  t.equal(renders, 1)
+  for (let i = 0; i < MAX_ANSWER_SCHEMAS; i++) compiler.answerValidator(`{"n":${i}}`, render)
+  t.not(compiler.answerValidator(json, render), first, 'the oldest schema was evicted after enough others')
+  t.equal(renders, MAX_ANSWER_SCHEMAS + 2)
+})
+
+t.test('an object that only has a rendered schema is checked too', async (t) => {
+  const handMade = { schema: { type: 'object', properties: { code: { type: 'string', minLength: 4 } }, required: ['code'] } }
+  const check = contentCheck(handMade as never)
+  t.strictSame(check({ code: '1234' }), { ok: true, value: { action: 'accept', content: { code: '1234' } } })
+  t.strictSame(check({ code: '12' }), { ok: false, message: 'content.code must NOT have fewer than 4 characters' })
+})

@@ -1,0 +1,154 @@
+import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { requestedSchema } from '../../lib/index.js'
+import { build, call } from '../helpers.js'
+
+const confirm = requestedSchema().boolean('ok')
+const yes = { 'elicit-1': { action: 'accept', content: { ok: true } } }
+
+/** A connection pool of `size`: acquire fails once every connection is out. */
+function pool (size: number) {
+  let out = 0
+  return {
+    get out () { return out },
+    acquire () {
+      if (out === size) throw new Error('pool exhausted')
+      out++
+      let released = false
+      return { release () { if (!released) { released = true; out-- } }, [Symbol.dispose] () { this.release() } }
+    },
+  }
+}
+
+t.test('finally blocks run on every yielded round: a pool is never exhausted by first rounds', async (t) => {
+  const connections = pool(3)
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'reserve' }, async (_args, ctx) => {
+      const connection = connections.acquire()
+      try {
+        const answer = await ctx.elicit('Reserve the seat?', confirm)
+        return answer.action
+      } finally {
+        connection.release()
+      }
+    })
+  })
+  for (let i = 0; i < 30; i++) {
+    const { body } = await call(app, 'tools/call', { name: 'reserve' })
+    t.equal(body.result?.resultType, 'input_required', `first round ${i + 1}`)
+  }
+  t.equal(connections.out, 0, 'every round released its connection')
+  const first = await call(app, 'tools/call', { name: 'reserve' })
+  const done = await call(app, 'tools/call', { name: 'reserve', requestState: first.body.result.requestState, inputResponses: yes })
+  t.same(done.body.result.content, [{ type: 'text', text: 'accept' }])
+  t.equal(connections.out, 0)
+})
+
+t.test('`using` disposals run on a yielded round', async (t) => {
+  const connections = pool(1)
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'scoped' }, async (_args, ctx) => {
+      using connection = connections.acquire()
+      t.ok(connection)
+      const answer = await ctx.elicit('Go on?', confirm)
+      return answer.action
+    })
+  })
+  for (let i = 0; i < 5; i++) t.equal((await call(app, 'tools/call', { name: 'scoped' })).body.result.resultType, 'input_required')
+  t.equal(connections.out, 0)
+})
+
+t.test('a transaction wrapper rolls back a yielded round', async (t) => {
+  const log: string[] = []
+  async function transaction<T> (work: () => Promise<T>): Promise<T> {
+    log.push('begin')
+    try {
+      const value = await work()
+      log.push('commit')
+      return value
+    } catch (error) {
+      log.push('rollback')
+      throw error
+    }
+  }
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'transfer' }, (_args, ctx) => transaction(async () => {
+      const answer = await ctx.elicit('Transfer 10 EUR?', confirm)
+      return answer.action
+    }))
+  })
+  const first = await call(app, 'tools/call', { name: 'transfer' })
+  t.equal(first.body.result.resultType, 'input_required')
+  t.same(log, ['begin', 'rollback'])
+  const done = await call(app, 'tools/call', { name: 'transfer', requestState: first.body.result.requestState, inputResponses: yes })
+  t.same(done.body.result.content, [{ type: 'text', text: 'accept' }])
+  t.same(log, ['begin', 'rollback', 'begin', 'commit'])
+})
+
+t.test('inside Promise.race, a yield stops the handler: nothing after the race runs', async (t) => {
+  const charged: string[] = []
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'pay' }, async (_args, ctx) => {
+      const answer = await Promise.race([ctx.elicit('Pay EUR 12.00?', confirm), sleep(20).then(() => 'timeout' as const)])
+      charged.push(answer === 'timeout' ? 'charged after a timeout' : `charged: ${answer.action}`)
+      return 'paid'
+    })
+  })
+  const first = await call(app, 'tools/call', { name: 'pay' })
+  t.equal(first.body.result.resultType, 'input_required')
+  await sleep(60)
+  t.same(charged, [], 'no side effect ran in the background after input_required was sent')
+  const done = await call(app, 'tools/call', { name: 'pay', requestState: first.body.result.requestState, inputResponses: yes })
+  t.same(done.body.result.content, [{ type: 'text', text: 'paid' }])
+  t.same(charged, ['charged: accept'])
+})
+
+t.test('ctx.signal tells background work that the pass is over', async (t) => {
+  const seen: Array<{ aborted: boolean, reason: string }> = []
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'background' }, async (_args, ctx) => {
+      const signal = ctx.signal
+      // Work the handler does not wait for, and that checks the signal before its side effect.
+      sleep(30).then(() => { seen.push({ aborted: signal.aborted, reason: (signal.reason as Error | undefined)?.message ?? '' }) })
+      t.equal(signal.aborted, false, 'live while the pass runs')
+      const answer = await ctx.elicit('Continue?', confirm)
+      return answer.action
+    })
+  })
+  const first = await call(app, 'tools/call', { name: 'background' })
+  t.equal(first.body.result.resultType, 'input_required')
+  await sleep(60)
+  t.same(seen, [{ aborted: true, reason: 'the pass is over' }])
+})
+
+t.test('an ask made after the pass ended rejects, and a dropped ask reports no unhandled rejection', async (t) => {
+  let late: Promise<unknown> | undefined
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'late' }, async (_args, ctx) => {
+      setTimeout(() => { late = ctx.elicit('Too late?', confirm) }, 10)
+      ctx.elicit('Never awaited', requestedSchema().string('x'), { key: 'dropped' })
+      return 'done'
+    })
+  })
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  process.on('unhandledRejection', onUnhandled)
+  t.teardown(() => process.off('unhandledRejection', onUnhandled))
+  const { body } = await call(app, 'tools/call', { name: 'late' })
+  t.equal(body.result.resultType, 'input_required', 'what was asked is asked, awaited or not')
+  t.same(Object.keys(body.result.inputRequests), ['dropped'])
+  await sleep(30)
+  await t.rejects(late as Promise<unknown>, { name: 'InputRequired' }, 'an ask after the pass rejects')
+  t.same(unhandled, [])
+
+  const after: unknown[] = []
+  const done = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'quick' }, (_args, ctx) => {
+      setTimeout(() => { ctx.elicit('After the end?', confirm).catch((error) => after.push((error as Error).message)) }, 10)
+      return 'done'
+    })
+  })
+  t.same((await call(done, 'tools/call', { name: 'quick' })).body.result.content, [{ type: 'text', text: 'done' }])
+  await sleep(30)
+  t.same(after, ['ctx.elicit() and kin were called after the handler\'s pass ended'])
+})
