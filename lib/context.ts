@@ -106,9 +106,10 @@ function urlMissing (caps: ClientCapabilities): Record<string, unknown> | undefi
   return isPlainObject(elicitation) && isPlainObject(elicitation.url) ? undefined : { elicitation: { url: {} } }
 }
 
-let bind: (ctx: McpContext, target: AskTarget | undefined) => void
+let bind: (ctx: McpContext, target: AskTarget | undefined, round: number) => void
 let stateOf: (ctx: McpContext) => PrincipalState
 let streamOfContext: (ctx: McpContext) => NotificationStream
+let roundOfContext: (ctx: McpContext) => number
 
 /**
  * The per-request MCP context: `request.mcp`, and the `ctx` every handler receives.
@@ -131,16 +132,19 @@ export class McpContext {
   readonly #principalState: PrincipalState
   readonly #stream: NotificationStream
   #target: AskTarget | undefined
+  #round = 0
   #signal: AbortSignal | undefined
   #lastProgress = -Infinity
 
   static {
-    bind = (ctx, target) => {
+    bind = (ctx, target, round) => {
       ctx.#target = target
+      ctx.#round = round
       ctx.#signal = undefined
     }
     stateOf = (ctx) => ctx.#principalState
     streamOfContext = (ctx) => ctx.#stream
+    roundOfContext = (ctx) => ctx.#round
   }
 
   /** @internal made by mocapi's transport for each request */
@@ -307,9 +311,14 @@ export class McpContext {
   }
 }
 
-/** Binds a context's input requests to the pass its handler runs in (the replay engine's side of the context). */
-export function bindAsker (ctx: McpContext, target: AskTarget | undefined): void {
-  bind(ctx, target)
+/** Binds a context's input requests to the pass its handler runs in, the `round`-th of its call (the replay engine's side of the context). */
+export function bindAsker (ctx: McpContext, target: AskTarget | undefined, round: number): void {
+  bind(ctx, target, round)
+}
+
+/** Which round of its call the context's request is: 1 for a first call, 0 for a method that takes no rounds. */
+export function roundOf (ctx: McpContext): number {
+  return roundOfContext(ctx)
 }
 
 /** Whether the caller is anonymous, bound to a principal, or authenticated without one. */

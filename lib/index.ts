@@ -6,7 +6,8 @@ import { Failures } from './features/failures.js'
 import { Prompts } from './features/prompts.js'
 import { McpRegistry } from './features/registry.js'
 import { Resources } from './features/resources.js'
-import { InProcessBus, Subscriptions, type ChangeEvent, type NotificationBus } from './features/subscriptions.js'
+import { BusLink } from './bus/attach.js'
+import { InProcessBus, Subscriptions, type ChangeEvent } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
 import { SchemaCompiler } from './json-schema.js'
 import { modernMethods } from './methods.js'
@@ -49,41 +50,38 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
   const engine = new ReplayEngine(codec, options.maxRounds, new FormAnswers(compiler))
   const failures = new Failures(options.exposeErrors)
-  const features = {
-    tools: new Tools(engine, compiler, failures),
-    prompts: new Prompts(engine, compiler, failures),
-    resources: new Resources(engine, { cache: options.cache.resources, maxUriLength: options.limits.uriLength }, failures),
-    subscriptions: new Subscriptions(),
-    failures,
-  }
-  const bus: NotificationBus = options.bus ?? new InProcessBus()
-  const unsubscribe = await bus.subscribe((event) => features.subscriptions.deliver(event))
+  const tools = new Tools(engine, compiler, failures)
+  const prompts = new Prompts(engine, compiler, failures)
+  const resources = new Resources(engine, { cache: options.cache.resources, maxUriLength: options.limits.uriLength }, failures)
+  const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility)
+  const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
+  bus.attach((event) => subscriptions.deliver(event))
   // Registrations made while the app boots are not news to anyone.
   let live = false
-  fastify.addHook('onReady', async () => { live = true })
+  fastify.addHook('onReady', async () => {
+    await bus.ready()
+    live = true
+  })
   const announce = (event: ChangeEvent): void => {
-    if (!live) return
-    Promise.resolve()
-      .then(() => bus.publish(event))
-      .catch((error: unknown) => fastify.log.error({ err: error }, 'mocapi could not publish a change event'))
+    if (live) bus.publish(event)
   }
 
+  const features = { tools, prompts, resources, subscriptions, failures }
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections())
   // Open listen streams end first, so the server can close with no request left hanging.
   fastify.addHook('preClose', async () => {
     lifecycle.close()
-    features.subscriptions.closeAll()
+    subscriptions.closeAll()
   })
   fastify.addHook('onClose', async () => {
     lifecycle.closed()
-    unsubscribe()
-    await bus.close?.()
+    await bus.close()
   })
   let protectedResource
   if (options.protectedResource !== undefined) {
-    protectedResource = new ProtectedResource(options.protectedResource, options.path)
+    protectedResource = new ProtectedResource(options.protectedResource, options.path, options.allowedHosts)
     protectedResource.register(fastify)
   }
   await fastify.register(mcpRoutes({ options, modern: modernMethods(options, features), lifecycle, protectedResource }))

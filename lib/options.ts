@@ -64,10 +64,16 @@ export interface MocapiOptions {
   }
   /** Bounds on what a client can make the server hold or work through. */
   limits?: {
-    /** Longest resource URI read or registered, in characters. Default 8192. */
+    /** Longest resource URI read, registered or subscribed to, in characters. Default 8192. */
     uriLength?: number
     /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. Default 1 MiB. */
     streamBufferBytes?: number
+    /** Change streams (`subscriptions/listen`, 2025-era GET streams) open in this process. Default 512. */
+    streams?: number
+    /** Change streams open for one caller: a principal, or a client address when anonymous. Default 16. */
+    streamsPerCaller?: number
+    /** URIs one stream may subscribe to. Default 256. */
+    subscriptionUris?: number
   }
   /** How long handlers still running when the server closes get to finish, in ms, before their requests are ended. Default 10 000. */
   shutdownGrace?: number
@@ -93,7 +99,7 @@ export interface ResolvedOptions {
   pageSize: number
   bodyLimit: number
   cache: { discover: Required<CacheHint>, lists: Required<CacheHint>, resources: Required<CacheHint> }
-  limits: { uriLength: number, streamBufferBytes: number }
+  limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number }
   shutdownGrace: number
   exposeErrors: boolean
   bus: NotificationBus | undefined
@@ -106,13 +112,16 @@ export const DEFAULT_PAGE_SIZE = 100
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 export const DEFAULT_URI_LENGTH = 8192
 export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
+export const DEFAULT_STREAMS = 512
+export const DEFAULT_STREAMS_PER_CALLER = 16
+export const DEFAULT_SUBSCRIPTION_URIS = 256
 export const DEFAULT_SHUTDOWN_GRACE = 10_000
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
   'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
-const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes'])
+const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 
 function serverInfoOf (value: unknown): ResolvedOptions['serverInfo'] {
@@ -172,6 +181,9 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     limits: {
       uriLength: positiveInteger(limits.uriLength, 'limits.uriLength', DEFAULT_URI_LENGTH),
       streamBufferBytes: positiveInteger(limits.streamBufferBytes, 'limits.streamBufferBytes', DEFAULT_STREAM_BUFFER_BYTES),
+      streams: positiveInteger(limits.streams, 'limits.streams', DEFAULT_STREAMS),
+      streamsPerCaller: positiveInteger(limits.streamsPerCaller, 'limits.streamsPerCaller', DEFAULT_STREAMS_PER_CALLER),
+      subscriptionUris: positiveInteger(limits.subscriptionUris, 'limits.subscriptionUris', DEFAULT_SUBSCRIPTION_URIS),
     },
     shutdownGrace: positiveInteger(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',

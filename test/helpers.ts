@@ -86,5 +86,20 @@ export async function listen (url: string, id: number, notifications: object) {
       buffer += decoder.decode(value, { stream: true })
     }
   }
-  return { response, next, frames, close: () => controller.abort() }
+  /** The rest of the body as JSON: for a reply that is not a stream (an error). */
+  async function json (): Promise<any> {
+    let text = buffer
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) return JSON.parse(text)
+      text += decoder.decode(value, { stream: true })
+    }
+  }
+  return { response, next, json, frames, close: () => controller.abort() }
+}
+
+/** Fastify options whose logger writes each line, parsed, into `lines`. */
+export function capturedLogs (level = 'info'): { lines: Array<Record<string, any>>, options: FastifyServerOptions } {
+  const lines: Array<Record<string, any>> = []
+  return { lines, options: { logger: { level, stream: { write: (line: string) => { lines.push(JSON.parse(line)) } } } } }
 }

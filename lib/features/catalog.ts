@@ -52,6 +52,11 @@ export class Catalog<L, E extends Entry<L>> {
     if (typeof handler !== 'function') throw new InvalidDefinitionError(`${where} needs a handler function`)
   }
 
+  /** The item under `key`, whoever asks. */
+  entry (key: string): E | undefined {
+    return this.#entries.get(key)
+  }
+
   values (): IterableIterator<E> {
     return this.#entries.values()
   }

@@ -206,6 +206,17 @@ export class Resources {
     return undefined
   }
 
+  /**
+   * Whether callers may see the resource at `uri`, exactly when `resources/read` would serve it:
+   * one answer for all when no resource checks access, else a check per caller.
+   */
+  visibility = (uri: string): boolean | ((ctx: McpContext) => Promise<boolean>) => {
+    if (this.varies) return async (ctx) => (await this.resolve(uri, ctx)) !== undefined
+    if (this.#resources.entry(uri) !== undefined) return true
+    for (const template of this.#templates.values()) if (template.template.match(uri) !== undefined) return true
+    return false
+  }
+
   /** Runs `resources/read`: a fixed resource first, then the first template that matches. */
   async read (ctx: McpContext): Promise<JsonObject | InputRequiredResult> {
     const uri = ctx.params.uri as string

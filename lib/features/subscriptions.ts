@@ -1,5 +1,5 @@
 import { streamOf, type McpContext } from '../context.js'
-import { invalidParams } from '../errors.js'
+import { invalidParams, invalidRequest } from '../errors.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 
 /** A change that listeners may be told about. */
@@ -34,76 +34,202 @@ export class InProcessBus implements NotificationBus {
   }
 }
 
-interface Filter {
-  toolsListChanged?: boolean
-  promptsListChanged?: boolean
-  resourcesListChanged?: boolean
-  resourceSubscriptions?: string[]
+export type ListKind = 'tools' | 'prompts' | 'resources'
+
+const LIST_FLAGS: Readonly<Record<string, ListKind>> = { toolsListChanged: 'tools', promptsListChanged: 'prompts', resourcesListChanged: 'resources' }
+
+export const LIST_CHANGED: Readonly<Record<ListKind, string>> = {
+  tools: 'notifications/tools/list_changed',
+  prompts: 'notifications/prompts/list_changed',
+  resources: 'notifications/resources/list_changed',
 }
 
-const FILTER_FIELDS: Record<string, 'boolean' | 'array'> = {
-  toolsListChanged: 'boolean', promptsListChanged: 'boolean', resourcesListChanged: 'boolean', resourceSubscriptions: 'array',
-}
-
-const LIST_CHANGED: Record<'tools' | 'prompts' | 'resources', { flag: keyof Filter, method: string }> = {
-  tools: { flag: 'toolsListChanged', method: 'notifications/tools/list_changed' },
-  prompts: { flag: 'promptsListChanged', method: 'notifications/prompts/list_changed' },
-  resources: { flag: 'resourcesListChanged', method: 'notifications/resources/list_changed' },
-}
-
-/** Checks the filter; the dispatcher already made sure it is an object. */
-function readFilter (value: JsonObject): Filter {
-  for (const [key, item] of Object.entries(value)) {
-    const type = FILTER_FIELDS[key]
-    if (type === undefined) throw invalidParams(`Unknown field params.notifications.${key}`)
-    const ok = type === 'boolean' ? typeof item === 'boolean' : Array.isArray(item) && item.every((uri) => typeof uri === 'string')
-    if (!ok) throw invalidParams(`params.notifications.${key} must be ${type === 'boolean' ? 'a boolean' : 'an array of URIs'}`)
-  }
-  return value as Filter
+/** Bounds on open streams and their filters. */
+export interface StreamLimits {
+  /** Streams open in this process. */
+  streams: number
+  /** Streams open for one caller: a principal, or a client address when anonymous. */
+  streamsPerCaller: number
+  /** URIs in one stream's `resourceSubscriptions`. */
+  subscriptionUris: number
+  /** Characters in one URI. */
+  uriLength: number
 }
 
 /**
- * Open `subscriptions/listen` streams of this process. Each stream gets the acknowledgement
- * first, then only the notification kinds its filter asked for, each tagged with its
- * subscription id; it ends when the client leaves or the server closes.
+ * Whether the caller of `ctx` may see the resource at a URI: exactly when `resources/read` would
+ * serve it. Uniform (a boolean) when no resource checks access; per caller otherwise.
+ */
+export type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
+
+/** An open stream: what it wants to hear of, and how to tell it. */
+export interface Listener {
+  readonly ctx: McpContext
+  readonly lists: ReadonlySet<ListKind>
+  readonly uris: Set<string>
+  /** Writes one change to the stream. */
+  notify (event: ChangeEvent): void
+  /** Ends the stream; called once, by the client leaving or the server closing. */
+  end (): void
+}
+
+/** Checks and reads a `subscriptions/listen` filter; the dispatcher made sure it is an object. */
+function readFilter (value: JsonObject, limits: StreamLimits): { lists: Set<ListKind>, uris: Set<string> } {
+  const lists = new Set<ListKind>()
+  const uris = new Set<string>()
+  for (const key of Object.keys(value)) {
+    const item = value[key]
+    if (key === 'resourceSubscriptions') {
+      if (!Array.isArray(item) || !item.every((uri) => typeof uri === 'string')) throw invalidParams('params.notifications.resourceSubscriptions must be an array of URIs')
+      if (item.length > limits.subscriptionUris) {
+        throw invalidParams(`params.notifications.resourceSubscriptions holds ${item.length} URIs; at most ${limits.subscriptionUris} are accepted (limits.subscriptionUris)`)
+      }
+      for (const uri of item as string[]) {
+        if (uri.length > limits.uriLength) throw invalidParams(`params.notifications.resourceSubscriptions has a URI longer than ${limits.uriLength} characters`)
+        uris.add(uri)
+      }
+    } else if (Object.hasOwn(LIST_FLAGS, key)) {
+      if (typeof item !== 'boolean') throw invalidParams(`params.notifications.${key} must be a boolean`)
+      if (item) lists.add(LIST_FLAGS[key])
+    } else throw invalidParams(`Unknown field params.notifications.${key}`)
+  }
+  return { lists, uris }
+}
+
+/**
+ * The open change streams of this process: `subscriptions/listen` streams, and the GET streams of
+ * 2025-era sessions. A change reaches only the streams that asked for it, found through an index
+ * (by list kind, by URI) rather than by scanning every filter; a resource update reaches a stream
+ * only when its caller may read that resource. Streams are bounded per process and per caller.
  */
 export class Subscriptions {
-  readonly #streams = new Set<{ deliver: (event: ChangeEvent) => void, end: () => void }>()
+  readonly #limits: StreamLimits
+  readonly #visibility: ResourceVisibility
+  readonly #listeners = new Set<Listener>()
+  readonly #perCaller = new Map<string, number>()
+  readonly #byList: Record<ListKind, Set<Listener>> = { tools: new Set(), prompts: new Set(), resources: new Set() }
+  readonly #byUri = new Map<string, Set<Listener>>()
 
-  /** Delivers a change from the bus to the matching open streams. */
-  deliver (event: ChangeEvent): void {
-    for (const stream of this.#streams) stream.deliver(event)
+  constructor (limits: StreamLimits, visibility: ResourceVisibility) {
+    this.#limits = limits
+    this.#visibility = visibility
   }
 
-  /** Serves one listen request until the client goes away or `closeAll()`. */
+  /** How many streams are open. */
+  get size (): number {
+    return this.#listeners.size
+  }
+
+  /** Delivers a change from the bus to the streams that asked for it. */
+  deliver (event: ChangeEvent): void {
+    if (event.kind !== 'resource') {
+      for (const listener of this.#byList[event.kind]) listener.notify(event)
+      return
+    }
+    const listeners = this.#byUri.get(event.uri)
+    if (listeners === undefined) return
+    const visible = this.#visibility(event.uri)
+    if (visible === false) return
+    for (const listener of listeners) {
+      if (visible === true) listener.notify(event)
+      // A listener whose stream ended meanwhile is left out of the index, so the check is its own.
+      else visible(listener.ctx).then((ok) => { if (ok && this.#listeners.has(listener)) listener.notify(event) }, () => {})
+    }
+  }
+
+  /** The caller a stream counts against: its principal, or its client's address when anonymous. */
+  #callerOf (ctx: McpContext): string {
+    return ctx.principal === null ? `address:${ctx.request.ip}` : `principal:${ctx.principal}`
+  }
+
+  /** Opens a stream, refusing it past the limits; `listener.end` runs once it is closed. */
+  open (listener: Listener): () => void {
+    const caller = this.#callerOf(listener.ctx)
+    const count = this.#perCaller.get(caller) ?? 0
+    if (count >= this.#limits.streamsPerCaller) {
+      throw invalidRequest(`Too many open streams for this caller: at most ${this.#limits.streamsPerCaller} (limits.streamsPerCaller)`, 429)
+    }
+    if (this.#listeners.size >= this.#limits.streams) {
+      throw invalidRequest(`The server holds as many open streams as it accepts (${this.#limits.streams}, limits.streams); try again later`, 503)
+    }
+    this.#perCaller.set(caller, count + 1)
+    this.#listeners.add(listener)
+    for (const kind of listener.lists) this.#byList[kind].add(listener)
+    for (const uri of listener.uris) this.#index(uri, listener)
+    let open = true
+    return () => {
+      if (!open) return
+      open = false
+      this.#listeners.delete(listener)
+      const left = (this.#perCaller.get(caller) as number) - 1
+      if (left === 0) this.#perCaller.delete(caller)
+      else this.#perCaller.set(caller, left)
+      for (const kind of listener.lists) this.#byList[kind].delete(listener)
+      for (const uri of listener.uris) this.#unindex(uri, listener)
+    }
+  }
+
+  #index (uri: string, listener: Listener): void {
+    let set = this.#byUri.get(uri)
+    if (set === undefined) {
+      set = new Set()
+      this.#byUri.set(uri, set)
+    }
+    set.add(listener)
+  }
+
+  #unindex (uri: string, listener: Listener): void {
+    const set = this.#byUri.get(uri) as Set<Listener>
+    set.delete(listener)
+    if (set.size === 0) this.#byUri.delete(uri)
+  }
+
+  /** Adds a URI to an open stream's subscriptions (a 2025-era `resources/subscribe`), within the limit. */
+  subscribe (listener: Listener, uri: string): boolean {
+    if (!this.#listeners.has(listener) || listener.uris.has(uri) || listener.uris.size >= this.#limits.subscriptionUris) return false
+    listener.uris.add(uri)
+    this.#index(uri, listener)
+    return true
+  }
+
+  /** Takes a URI out of an open stream's subscriptions. */
+  unsubscribe (listener: Listener, uri: string): void {
+    if (!this.#listeners.has(listener) || !listener.uris.delete(uri)) return
+    this.#unindex(uri, listener)
+  }
+
+  /** Serves one `subscriptions/listen` request until the client goes away or the server closes. */
   listen (ctx: McpContext): Promise<JsonObject> {
-    const filter = readFilter(ctx.params.notifications as JsonObject)
+    const { lists, uris } = readFilter(ctx.params.notifications as JsonObject, this.#limits)
     const meta = { [META_SUBSCRIPTION_ID]: ctx.id }
-    const sink = streamOf(ctx)
+    const stream = streamOf(ctx)
     return new Promise((resolve) => {
-      const stream = {
-        deliver: (event: ChangeEvent) => {
-          if (event.kind === 'resource') {
-            if (filter.resourceSubscriptions?.includes(event.uri) === true) {
-              sink.notify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri, _meta: meta } })
-            }
-          } else if (filter[LIST_CHANGED[event.kind].flag] === true) {
-            sink.notify({ jsonrpc: '2.0', method: LIST_CHANGED[event.kind].method, params: { _meta: meta } })
-          }
+      let close: () => void = () => {}
+      const listener: Listener = {
+        ctx,
+        lists,
+        uris,
+        notify: (event) => {
+          const notification = event.kind === 'resource'
+            ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri, _meta: meta } }
+            : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind], params: { _meta: meta } }
+          if (!stream.notify(notification)) listener.end()
         },
         end: () => {
-          this.#streams.delete(stream)
+          close()
           resolve({ _meta: meta })
         },
       }
-      this.#streams.add(stream)
-      sink.signal.addEventListener('abort', stream.end)
-      sink.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: filter, _meta: meta } })
+      close = this.open(listener)
+      if (stream.signal.aborted) return listener.end()
+      stream.signal.addEventListener('abort', listener.end)
+      const filter = ctx.params.notifications as JsonObject
+      stream.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: filter, _meta: meta } })
     })
   }
 
   /** Ends every open stream with its final result (graceful shutdown). */
   closeAll (): void {
-    for (const stream of [...this.#streams]) stream.end()
+    for (const listener of [...this.#listeners]) listener.end()
   }
 }

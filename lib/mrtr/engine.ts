@@ -128,7 +128,7 @@ export class ReplayEngine {
     }
     const round = restored === undefined ? 0 : restored.round
     const pass = new ReplayPass(restored === undefined ? [] : restored.ledger, ctx.params.inputResponses as JsonObject | undefined, this.#key, this.#forms, this.#budget)
-    bindAsker(ctx, pass)
+    bindAsker(ctx, pass, round + 1)
     const outcome = await pass.run(fn)
     const log = ctx.logger
     if (log.level === 'debug' || log.level === 'trace') {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { describe, knownFields, nonEmptyString, plainObject, stringList } from '../check.js'
 import { InvalidOptionError } from '../errors.js'
+import { hostnameOf, isKnownHost } from './hosts.js'
 
 /** RFC 9728 protected-resource metadata, in mocapi's option casing. */
 export interface ProtectedResourceOptions {
@@ -39,31 +40,33 @@ export function resolveProtectedResource (value: unknown): ProtectedResourceOpti
  * Serves RFC 9728 metadata at `/.well-known/oauth-protected-resource` and its path-suffixed
  * form, and tells 401 replies where to find it. The metadata routes carry
  * `config.mcpPublic = true`, so an app-wide auth hook can let them through.
+ *
+ * The resource URL is the configured `resource`. Without one, it is derived from the request,
+ * but only for a `Host` that is a loopback name or listed in `allowedHosts`: a forged Host must
+ * never become the resource a client is sent to authorize for, nor land in a cache.
  */
 export class ProtectedResource {
   readonly #options: ProtectedResourceOptions
   readonly #path: string
+  readonly #allowedHosts: ReadonlySet<string>
 
-  constructor (options: ProtectedResourceOptions, path: string) {
+  constructor (options: ProtectedResourceOptions, path: string, allowedHosts: ReadonlySet<string>) {
     this.#options = options
     this.#path = path
+    this.#allowedHosts = allowedHosts
   }
 
-  /** The resource URL: the configured one, or the endpoint as this request reached it. */
-  resource (request: FastifyRequest): string {
-    return this.#options.resource ?? `${request.protocol}://${request.host}${this.#path}`
+  /** The resource URL: the configured one, or the endpoint as this request reached it when its host is known; else undefined. */
+  resource (request: FastifyRequest): string | undefined {
+    if (this.#options.resource !== undefined) return this.#options.resource
+    if (!isKnownHost(hostnameOf(request.host), this.#allowedHosts)) return undefined
+    return `${request.protocol}://${request.host}${this.#path}`
   }
 
-  /** Where the metadata of this resource is published (the path-suffixed well-known URL). */
-  metadataUrl (request: FastifyRequest): string {
-    const resource = new URL(this.resource(request))
-    return `${resource.origin}${WELL_KNOWN}${resource.pathname === '/' ? '' : resource.pathname}`
-  }
-
-  metadata (request: FastifyRequest): Record<string, unknown> {
+  metadata (resource: string): Record<string, unknown> {
     const o = this.#options
     const body: Record<string, unknown> = {
-      resource: this.resource(request),
+      resource,
       authorization_servers: o.authorizationServers,
       bearer_methods_supported: o.bearerMethodsSupported ?? ['header'],
     }
@@ -73,9 +76,12 @@ export class ProtectedResource {
     return body
   }
 
-  /** Adds `resource_metadata` to the `WWW-Authenticate` challenge of a 401 reply. */
+  /** Adds `resource_metadata` to the `WWW-Authenticate` challenge of a 401 reply, when the resource URL is known. */
   challenge (request: FastifyRequest, reply: FastifyReply): void {
-    const parameter = `resource_metadata="${this.metadataUrl(request)}"`
+    const resource = this.resource(request)
+    if (resource === undefined) return
+    const url = new URL(resource)
+    const parameter = `resource_metadata="${url.origin}${WELL_KNOWN}${url.pathname === '/' ? '' : url.pathname}"`
     const existing = reply.getHeader('www-authenticate')
     if (typeof existing === 'string' && existing !== '') {
       if (!existing.includes('resource_metadata=')) reply.header('www-authenticate', `${existing}, ${parameter}`)
@@ -85,9 +91,23 @@ export class ProtectedResource {
   }
 
   register (fastify: FastifyInstance): void {
-    const handler = async (request: FastifyRequest, reply: FastifyReply) => reply.header('cache-control', 'public, max-age=3600').send(this.metadata(request))
-    const urls = new Set([WELL_KNOWN, `${WELL_KNOWN}${this.#path}`])
     const configured = this.#options.resource
+    if (configured === undefined) {
+      fastify.log.warn('mocapi: protectedResource.resource is not set, so the metadata is served only to requests whose Host is a ' +
+        'loopback name or listed in allowedHosts; set it to the endpoint\'s public URL in production')
+    }
+    const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+      const resource = this.resource(request)
+      if (resource === undefined) {
+        return reply.code(421).header('cache-control', 'no-store').send({
+          error: 'misdirected_request',
+          error_description: 'This host is not one the server knows; set protectedResource.resource or allowedHosts',
+        })
+      }
+      // A URL derived from the request is only as good as its Host: no shared cache keeps it.
+      return reply.header('cache-control', configured === undefined ? 'no-store' : 'public, max-age=3600').send(this.metadata(resource))
+    }
+    const urls = new Set([WELL_KNOWN, `${WELL_KNOWN}${this.#path}`])
     if (configured !== undefined) {
       const pathname = new URL(configured).pathname
       if (pathname !== '/') urls.add(`${WELL_KNOWN}${pathname}`)

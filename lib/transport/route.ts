@@ -11,7 +11,7 @@
  * It is registered in its own encapsulated context so its error handler applies to it alone.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { McpContext } from '../context.js'
+import { McpContext, roundOf } from '../context.js'
 import {
   ElicitationLedgerMismatchError, InvalidRequestStateError, McpError, headerMismatch, internalError, invalidRequest, parseError,
   unsupportedVersion,
@@ -25,23 +25,8 @@ import {
 } from '../protocol/wire.js'
 import { ReplyChannel, sendClosing, type Lifecycle } from './channel.js'
 import type { ProtectedResource } from './oauth.js'
+import { LOOPBACK_HOSTS, hostnameOf, isKnownHost, isLoopbackAddress } from './hosts.js'
 import { principalOf } from './principal.js'
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
-
-function hostnameOf (hostHeader: string): string {
-  const host = hostHeader.toLowerCase()
-  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1)
-  const colon = host.indexOf(':')
-  return colon === -1 ? host : host.slice(0, colon)
-}
-
-// The address a connection arrived on: 127.0.0.0/8, ::1, or IPv4 loopback seen by a dual-stack socket.
-const LOOPBACK_ADDRESS = /^(?:127\.|::1$|::ffff:127\.)/
-
-function isLoopbackAddress (address: string | undefined): boolean {
-  return LOOPBACK_ADDRESS.test(address ?? '')
-}
 
 /**
  * Turns any error raised while serving the endpoint into a JSON-RPC error. Handlers' errors never
@@ -57,6 +42,28 @@ function toMcpError (error: unknown): McpError {
   if (status === 415) return invalidRequest('The request body must be application/json', 415)
   if (status >= 400 && status < 500) return invalidRequest(messageOf(error), status)
   return internalError()
+}
+
+/** Whether a logger writes info lines (Fastify's logger: false has no levels). */
+function infoEnabled (log: FastifyRequest['log']): boolean {
+  const enabled = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled
+  return typeof enabled === 'function' && enabled.call(log, 'info')
+}
+
+/** The target a call names, short enough for a log line. */
+function targetOf (ctx: McpContext): string | undefined {
+  const target = ctx.params.name ?? ctx.params.uri
+  return typeof target === 'string' ? target.slice(0, 200) : undefined
+}
+
+/** One info line per call: what was called, which round, how it ended, how long it took. */
+function logCall (request: FastifyRequest, reply: FastifyReply, outcome: string, code?: number): void {
+  const ctx = request.mcp
+  if (ctx === null || !infoEnabled(request.log)) return
+  const round = roundOf(ctx)
+  request.log.info({
+    mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome, code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
+  }, 'mcp call')
 }
 
 /** What the endpoint is made of: the options, the method table, and the replies it has open. */
@@ -89,10 +96,9 @@ export function mcpRoutes (endpoint: Endpoint) {
       if (!ok) throw invalidRequest(`Origin not allowed: ${origin} is not in the allowedOrigins option`, 403)
     }
     if (isLoopbackAddress(request.socket.localAddress)) {
-      const host = request.headers.host
-      const name = host === undefined ? '' : hostnameOf(host)
-      if (!LOOPBACK_HOSTS.has(name) && !options.allowedHosts.has(name)) {
-        throw invalidRequest(`Host not allowed: ${JSON.stringify(name)} reached a loopback address; list it in the allowedHosts option`, 403)
+      const name = hostnameOf(request.headers.host)
+      if (!isKnownHost(name, options.allowedHosts)) {
+        throw invalidRequest(`Host not allowed: ${JSON.stringify(name.slice(0, 200))} reached a loopback address; list it in the allowedHosts option`, 403)
       }
     }
   }
@@ -155,6 +161,7 @@ export function mcpRoutes (endpoint: Endpoint) {
       ...result,
       _meta: meta === undefined ? serverInfoMeta : { ...(meta as JsonObject), ...serverInfoMeta },
     }
+    logCall(request, reply, result.isError === true ? 'tool_error' : stamped.resultType as string)
     return channelOf(request).finish({ jsonrpc: '2.0', id: ctx.id, result: stamped }, 200)
   }
 
@@ -173,6 +180,7 @@ export function mcpRoutes (endpoint: Endpoint) {
       request.log.error({ err: error }, 'mocapi internal error')
     }
     if (mcpError.statusCode === 401) protectedResource?.challenge(request, reply)
+    logCall(request, reply, 'error', mcpError.code)
     const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
     const channel = channels.get(request)
     if (channel !== undefined) return channel.finish(payload, mcpError.statusCode)

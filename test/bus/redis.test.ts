@@ -96,7 +96,8 @@ async function redisTests (t: Test): Promise<void> {
   t.test('a change announced on node A reaches the matching listeners on node B', async (t) => {
     // The default channel, to cover it; every other test uses a channel of its own.
     const a = await node(t, { url: redis.url }, (app) => { app.mcp.tool({ name: 'boot' }, () => 'b').prompt({ name: 'p' }, () => 'p') })
-    const b = await node(t, { url: redis.url })
+    // Updates reach a listener only for resources its caller may read on its node.
+    const b = await node(t, { url: redis.url }, (app) => { app.mcp.resource({ uri: 'test://watched', name: 'watched' }, () => 'w') })
     const tools = await listen(b.url, 41, { toolsListChanged: true, resourceSubscriptions: ['test://watched'] })
     const prompts = await listen(b.url, 42, { promptsListChanged: true })
     t.equal((await tools.next()).method, 'notifications/subscriptions/acknowledged')

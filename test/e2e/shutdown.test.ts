@@ -40,3 +40,39 @@ t.test('app.close() lets in-flight calls finish, streams included', async (t) =>
   t.ok(Date.now() - closing < 5000, 'close does not wait for keep-alive connections to time out')
   await t.rejects(post(url, 3, 'slow'), 'a closed server takes no new calls')
 })
+
+t.test('app.close() aborts handlers\' signals, waits shutdownGrace, then ends what still runs', async (t) => {
+  const seen: string[] = []
+  const app = await build(t, { shutdownGrace: 300 }, (app) => {
+    app.mcp.tool({ name: 'hung' }, async (_args, ctx) => {
+      ctx.signal.addEventListener('abort', () => seen.push(`aborted: ${(ctx.signal.reason as Error).message}`))
+      await new Promise(() => {})
+    })
+      .tool({ name: 'hung_stream' }, async (_args, ctx) => {
+        ctx.progress(1)
+        await new Promise(() => {})
+      })
+      .tool({ name: 'polite' }, async (_args, ctx) => {
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+        return 'stopped when asked'
+      })
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp`
+  const hung = post(url, 1, 'hung')
+  const stream = post(url, 2, 'hung_stream', { progressToken: 'p' })
+  const polite = post(url, 3, 'polite')
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const started = Date.now()
+  await app.close()
+  const took = Date.now() - started
+  t.ok(took >= 280 && took < 5000, `close took ${took} ms: the grace period, then no longer`)
+  t.same(seen, ['aborted: the server is shutting down'], 'the signal told the handler at once')
+  const politeReply = await polite
+  t.same((await politeReply.json()).result.content, [{ type: 'text', text: 'stopped when asked' }], 'a handler that honours the signal finishes')
+  const hungReply = await hung
+  t.equal(hungReply.status, 503)
+  t.same(await hungReply.json(), { jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'The server shut down before the request completed' } })
+  const streamReply = await stream
+  await t.rejects(streamReply.text(), 'a stream still running is cut')
+})

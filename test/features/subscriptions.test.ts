@@ -5,7 +5,9 @@ import { KEY, build, call, listen, MOCAPI_VERSION } from '../helpers.js'
 
 async function served (t: Parameters<typeof build>[0], options = {}): Promise<{ app: FastifyInstance, url: string }> {
   // fetch may open a spare connection that never sends a request; Node would hold close() on it until a timeout.
-  const app = await build(t, options, (app) => { app.mcp.tool({ name: 'first' }, () => '1').prompt({ name: 'p' }, () => 'p') }, { forceCloseConnections: true })
+  const app = await build(t, options, (app) => {
+    app.mcp.tool({ name: 'first' }, () => '1').prompt({ name: 'p' }, () => 'p').resource({ uri: 'test://watched', name: 'watched' }, () => 'w')
+  }, { forceCloseConnections: true })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as { port: number }
   return { app, url: `http://127.0.0.1:${port}/mcp` }

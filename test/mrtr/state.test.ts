@@ -270,3 +270,49 @@ t.test('a string request.user is the principal', async (t) => {
   const same = await call(app, 'tools/call', { ...params, requestState: first.body.result.requestState, inputResponses: accept }, { headers: { 'x-user': 'carol' } })
   t.same(same.body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }])
 })
+
+t.test('a numeric sub is a principal of its own: a token for 42 is refused to 43, to a token without sub, and to no token', async (t) => {
+  const { app, runs, sign } = await jwtServer(t)
+  const as = (claims: object) => ({ headers: { authorization: `Bearer ${sign(claims)}` } })
+  const params = { name: 'fly', arguments: { to: 'Lisbon' } }
+  const first = await call(app, 'tools/call', params, as({ sub: 42 }))
+  t.equal(first.body.result.resultType, 'input_required')
+  const state = first.body.result.requestState
+  const before = runs.count
+  t.same((await call(app, 'tools/call', { ...params, requestState: state, inputResponses: accept }, as({ sub: 43 }))).body.error, REFUSED, 'sub 43')
+  t.same((await call(app, 'tools/call', { ...params, requestState: state, inputResponses: accept })).body.error, REFUSED, 'anonymous')
+  t.same((await call(app, 'tools/call', { ...params, requestState: state, inputResponses: accept }, as({ sub: '43' }))).body.error, REFUSED, 'the string "43"')
+  const noSub = await call(app, 'tools/call', { ...params, requestState: state, inputResponses: accept }, as({ client_id: 'svc' }))
+  t.equal(noSub.status, 403, 'a token without sub is refused outright')
+  t.equal(runs.count, before, 'nothing ran for another caller')
+  const same = await call(app, 'tools/call', { ...params, requestState: state, inputResponses: accept }, as({ sub: 42 }))
+  t.same(same.body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }])
+  const asString = await call(app, 'tools/call', { ...params, requestState: state, inputResponses: accept }, as({ sub: '42' }))
+  t.same(asString.body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }], 'the number 42 and the string "42" are one principal')
+})
+
+t.test('an authenticated caller without a principal is never anonymous: its interactive rounds are refused', async (t) => {
+  const { app, runs, sign } = await jwtServer(t)
+  const service = { headers: { authorization: `Bearer ${sign({ client_id: 'billing', scope: 'mcp' })}` } }
+  const params = { name: 'fly', arguments: { to: 'Lisbon' } }
+  const first = await call(app, 'tools/call', params, service)
+  t.equal(first.status, 403)
+  t.same(first.body.error, {
+    code: -32600,
+    message: 'This request is authenticated, but mocapi found no principal to bind its requestState to (request.user has no string or numeric sub): the server must set the principal option',
+  })
+  t.equal(runs.count, 1, 'the handler ran its first pass, and its yield was refused')
+  const anonToken = (await call(app, 'tools/call', params)).body.result.requestState
+  const replay = await call(app, 'tools/call', { ...params, requestState: anonToken, inputResponses: accept }, service)
+  t.equal(replay.status, 403, 'an anonymous token is not its to use either')
+  t.equal((await call(app, 'tools/list', {}, service)).status, 200, 'what takes no rounds is served')
+})
+
+t.test('a principal function that returns something other than a string, a number, null or undefined fails closed', async (t) => {
+  const { app } = await jwtServer(t, (() => ({ id: 'x' })) as never)
+  const first = await call(app, 'tools/call', { name: 'fly', arguments: { to: 'Lisbon' } })
+  t.equal(first.status, 403)
+  const numeric = await jwtServer(t, (() => 7) as never)
+  const seven = await call(numeric.app, 'tools/call', { name: 'fly', arguments: { to: 'Lisbon' } })
+  t.equal(seven.body.result.resultType, 'input_required', 'a number is made a string')
+})

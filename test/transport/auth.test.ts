@@ -43,10 +43,11 @@ t.test('a valid token reaches the tool, and the principal is its sub', async (t)
 })
 
 t.test('the metadata is public, at the root and path-suffixed well-known urls', async (t) => {
-  const app = await protectedApp(t)
+  const app = await protectedApp(t, { allowedHosts: ['mcp.example.com'] })
   for (const url of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
     const response = await app.inject({ method: 'GET', url, headers: { host: 'mcp.example.com' } })
     t.equal(response.statusCode, 200, url)
+    t.equal(response.headers['cache-control'], 'no-store', 'a url derived from the request is never kept by a shared cache')
     t.same(response.json(), {
       resource: 'http://mcp.example.com/mcp',
       authorization_servers: ['https://auth.example.com'],
@@ -54,6 +55,30 @@ t.test('the metadata is public, at the root and path-suffixed well-known urls', 
       scopes_supported: ['mcp:tools'],
     })
   }
+})
+
+t.test('without a configured resource, a forged Host never becomes the resource: no metadata, no challenge naming it', async (t) => {
+  const lines: string[] = []
+  const app = Fastify({ logger: { level: 'warn', stream: { write: (line: string) => { lines.push(JSON.parse(line).msg) } } } })
+  await app.register(fastifyJwt, { secret: 'a-test-secret-that-is-long-enough' })
+  app.addHook('onRequest', async (request) => {
+    if (request.routeOptions.config.mcpPublic !== true) await request.jwtVerify()
+  })
+  await app.register(mocapi, { requestState: { keys: [KEY] }, protectedResource: { authorizationServers: ['https://auth.example.com'] } })
+  t.teardown(() => app.close())
+  await app.ready()
+  t.match(lines, [/protectedResource\.resource is not set/], 'the operator is told to configure it')
+  for (const host of ['evil.example', 'evil.example:443', 'localhost.evil.example']) {
+    const metadata = await app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource/mcp', headers: { host } })
+    t.equal(metadata.statusCode, 421, host)
+    t.equal(metadata.headers['cache-control'], 'no-store', host)
+    t.notMatch(metadata.body, /evil/, host)
+    const challenged = await call(app, 'tools/list', {}, { headers: { host } })
+    t.equal(challenged.status, 401, host)
+    t.notOk(challenged.response.headers['www-authenticate'], `${host}: no challenge names a forged host`)
+  }
+  const local = await app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource', headers: { host: 'localhost:3000' } })
+  t.equal(local.json().resource, 'http://localhost:3000/mcp')
 })
 
 t.test('a configured resource url is used as given', async (t) => {

@@ -1,0 +1,105 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { ChangeEvent, NotificationBus } from '../features/subscriptions.js'
+
+/** How long the bus may take to come up before the operator is told, and how often after. */
+export const BUS_LATE_MS = 2_000
+export const BUS_NAG_MS = 30_000
+/** At most one line per this long about changes the bus failed to carry. */
+export const BUS_FAILURE_LOG_MS = 10_000
+
+/**
+ * The plugin's side of a notification bus. Subscribing happens in the background, so a bus that
+ * is down (Redis during an outage) never keeps the server from starting: what does not need the
+ * bus (tools/call) is served meanwhile, and the operator is told at error level until it is up.
+ * Changes the bus fails to carry are counted and logged, at most once per interval.
+ */
+export class BusLink {
+  readonly #bus: NotificationBus
+  readonly #log: FastifyBaseLogger
+  #unsubscribe: (() => void) | undefined
+  #up = false
+  #closed = false
+  #nag: NodeJS.Timeout | undefined
+  #failed = 0
+  #lastReport = -Infinity
+  #attached: Promise<void> = Promise.resolve()
+
+  constructor (bus: NotificationBus, log: FastifyBaseLogger) {
+    this.#bus = bus
+    this.#log = log
+  }
+
+  /** Whether the bus delivers to this node. */
+  get up (): boolean {
+    return this.#up
+  }
+
+  /** How many changes the bus failed to carry. */
+  get failed (): number {
+    return this.#failed
+  }
+
+  /**
+   * Resolves once the bus delivers, or once `BUS_LATE_MS` have passed, whichever is first: the
+   * server waits that long at startup for a bus that is coming up, and no longer.
+   */
+  ready (): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, BUS_LATE_MS)
+      // #attached never rejects: a failure to subscribe is logged where it happens.
+      this.#attached.then(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+  }
+
+  /** Starts delivering the bus's changes to `deliver`, in the background. */
+  attach (deliver: (event: ChangeEvent) => void): void {
+    const started = Date.now()
+    this.#nag = setTimeout(() => this.#stillDown(started), BUS_LATE_MS)
+    this.#nag.unref()
+    this.#attached = Promise.resolve()
+      .then(() => this.#bus.subscribe(deliver))
+      .then((unsubscribe) => {
+        clearTimeout(this.#nag)
+        if (this.#closed) return unsubscribe()
+        this.#unsubscribe = unsubscribe
+        this.#up = true
+        if (Date.now() - started >= BUS_LATE_MS) this.#log.info('mocapi: the notification bus is up; change notifications reach this node again')
+      }, (error: unknown) => {
+        clearTimeout(this.#nag)
+        if (!this.#closed) this.#log.error({ err: error }, 'mocapi: the notification bus failed; listen streams on this node miss changes made on other nodes')
+      })
+  }
+
+  #stillDown (started: number): void {
+    if (this.#closed || this.#up) return
+    this.#log.error({ mcp: { downForMs: Date.now() - started } },
+      'mocapi: the notification bus is not connected; listen streams on this node miss changes made on other nodes until it is')
+    this.#nag = setTimeout(() => this.#stillDown(started), BUS_NAG_MS)
+    this.#nag.unref()
+  }
+
+  /** Announces a change; a failure is counted and logged, never thrown. */
+  publish (event: ChangeEvent): void {
+    Promise.resolve()
+      .then(() => this.#bus.publish(event))
+      .catch((error: unknown) => this.#publishFailed(error))
+  }
+
+  #publishFailed (error: unknown): void {
+    this.#failed++
+    const now = Date.now()
+    if (now - this.#lastReport < BUS_FAILURE_LOG_MS) return
+    this.#lastReport = now
+    this.#log.error({ err: error, mcp: { failedChanges: this.#failed } }, 'mocapi could not publish a change event')
+  }
+
+  async close (): Promise<void> {
+    this.#closed = true
+    clearTimeout(this.#nag)
+    this.#unsubscribe?.()
+    await this.#bus.close?.()
+  }
+}

@@ -1,0 +1,89 @@
+import t from 'tap'
+import { requestedSchema } from '../../lib/index.js'
+import { build, call } from '../helpers.js'
+
+t.test('a handler that asks once per client-supplied item stops at what a token can hold, in linear time', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'survey', inputSchema: { type: 'object', properties: { items: { type: 'array', items: { type: 'string' } } } } }, async (args: { items: string[] }, ctx) => {
+      const schema = requestedSchema().boolean('ok')
+      const answers = await Promise.all(args.items.map((item) => ctx.elicit(`Keep ${item}?`, schema)))
+      return `${answers.length} answered`
+    })
+  })
+  const items = Array.from({ length: 40_000 }, (_, i) => `item ${i}`)
+  const started = process.hrtime.bigint()
+  const { status, body } = await call(app, 'tools/call', { name: 'survey', arguments: { items } })
+  const ms = Number(process.hrtime.bigint() - started) / 1e6
+  t.equal(status, 200)
+  t.equal(body.error.code, -32602)
+  t.match(body.error.message, /^The handler asked for more input in one round than a requestState token holds \(over \d+ requests\)$/)
+  t.comment(`40,000 asks refused in ${ms.toFixed(0)} ms`)
+  const fine = await call(app, 'tools/call', { name: 'survey', arguments: { items: items.slice(0, 300) } })
+  t.equal(Object.keys(fine.body.result.inputRequests).length, 300, 'what fits is asked in one round')
+})
+
+t.test('input keys named like Object.prototype members are asked and answered like any other', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'odd_keys' }, async (_args, ctx) => {
+      const schema = requestedSchema().string('v')
+      const answers = await Promise.all(['constructor', 'toString', '__proto__', 'valueOf', 'hasOwnProperty'].map((key) => ctx.elicit(`Value of ${key}?`, schema, { key })))
+      return answers.map((answer) => answer.action === 'accept' ? answer.content.v : answer.action).join(',')
+    })
+  })
+  const first = await call(app, 'tools/call', { name: 'odd_keys' })
+  t.same(Object.keys(first.body.result.inputRequests), ['constructor', 'toString', '__proto__', 'valueOf', 'hasOwnProperty'], 'none is taken from the prototype')
+  const partial = await call(app, 'tools/call', { name: 'odd_keys', requestState: first.body.result.requestState, inputResponses: { toString: { action: 'accept', content: { v: 't' } } } })
+  t.same(Object.keys(partial.body.result.inputRequests), ['constructor', '__proto__', 'valueOf', 'hasOwnProperty'], 'an absent answer is asked again, not read from Object.prototype')
+  // Fastify's body parser refuses a __proto__ key outright (its default protection), before mocapi sees it.
+  const poisoned = await app.inject({
+    method: 'POST',
+    url: '/mcp',
+    headers: { 'content-type': 'application/json' },
+    payload: '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"odd_keys","inputResponses":{"__proto__":{"action":"decline"}}}}',
+  })
+  t.equal(poisoned.statusCode, 400)
+  t.equal(poisoned.json().error.code, -32700)
+  const responses = { constructor: { action: 'accept', content: { v: 'c' } }, valueOf: { action: 'decline' }, hasOwnProperty: { action: 'accept', content: { v: 'h' } } }
+  const third = await call(app, 'tools/call', { name: 'odd_keys', requestState: partial.body.result.requestState, inputResponses: responses })
+  t.same(Object.keys(third.body.result.inputRequests), ['__proto__'], 'the rest are in the ledger')
+})
+
+t.test('answer content the schema does not declare never reaches the handler, nor later tokens', async (t) => {
+  const seen: unknown[] = []
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'profile' }, async (_args, ctx) => {
+      const who = await ctx.elicit('Your name?', requestedSchema().string('name'))
+      const more = await ctx.elicit('Your team?', requestedSchema().chooseMany('teams', ['a', 'b']))
+      seen.push(who, more)
+      return 'ok'
+    })
+  })
+  const first = await call(app, 'tools/call', { name: 'profile' })
+  const mass = { action: 'accept', content: { name: 'Ada', role: 'admin', profile: { isAdmin: true } } }
+  const second = await call(app, 'tools/call', { name: 'profile', requestState: first.body.result.requestState, inputResponses: { 'elicit-1': mass } })
+  const clean = await call(app, 'tools/call', { name: 'profile', requestState: first.body.result.requestState, inputResponses: { 'elicit-1': { action: 'accept', content: { name: 'Ada' } } } })
+  t.equal(second.body.result.requestState.length, clean.body.result.requestState.length, 'the token carries the declared field only')
+  const duplicates = await call(app, 'tools/call', { name: 'profile', requestState: second.body.result.requestState, inputResponses: { 'elicit-2': { action: 'accept', content: { teams: ['a', 'a'] } } } })
+  t.same(duplicates.body.error, { code: -32602, message: 'inputResponses.elicit-2: content.teams must NOT have duplicate items (items ## 1 and 0 are identical)' })
+  const nested = await call(app, 'tools/call', { name: 'profile', requestState: second.body.result.requestState, inputResponses: { 'elicit-2': { action: 'accept', content: { teams: [{ a: 1 }] } } } })
+  t.equal(nested.body.error.code, -32602, 'only the spec\'s primitive values are accepted')
+  const done = await call(app, 'tools/call', { name: 'profile', requestState: second.body.result.requestState, inputResponses: { 'elicit-2': { action: 'accept', content: { teams: ['b'], extra: 1 } } } })
+  t.same(done.body.result.content, [{ type: 'text', text: 'ok' }])
+  t.same(seen, [{ action: 'accept', content: { name: 'Ada' } }, { action: 'accept', content: { teams: ['b'] } }])
+})
+
+t.test('what only some callers may read is never marked public: resources, templates, lists', async (t) => {
+  const hr = { headers: { 'x-role': 'hr' } }
+  const app = await build(t, { cache: { resources: { ttlMs: 60_000, cacheScope: 'public' } } }, (app) => {
+    app.mcp.resource({ uri: 'test://salaries', name: 'salaries', canAccess: (ctx) => ctx.request.headers['x-role'] === 'hr', cache: { ttlMs: 60_000, cacheScope: 'public' } }, () => 'secret')
+      .resourceTemplate({ uriTemplate: 'test://payslip/{id}', name: 'payslip', canAccess: (ctx) => ctx.request.headers['x-role'] === 'hr' }, (_uri, v) => v.id)
+      .resource({ uri: 'test://menu', name: 'menu' }, () => 'soup')
+  })
+  const salaries = await call(app, 'resources/read', { uri: 'test://salaries' }, hr)
+  t.same([salaries.body.result.ttlMs, salaries.body.result.cacheScope], [60_000, 'private'], 'even when the resource asked for public')
+  const payslip = await call(app, 'resources/read', { uri: 'test://payslip/7' }, hr)
+  t.equal(payslip.body.result.cacheScope, 'private')
+  t.equal((await call(app, 'resources/read', { uri: 'test://menu' })).body.result.cacheScope, 'public')
+  t.equal((await call(app, 'resources/list')).body.result.cacheScope, 'private')
+  t.equal((await call(app, 'resources/templates/list')).body.result.cacheScope, 'private')
+})
