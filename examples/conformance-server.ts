@@ -58,6 +58,51 @@ export async function conformanceServer (logLevel = 'warn') {
     return 'prompts/list_changed sent'
   })
 
+  // SEP-2243: the suite calls the first tool with an x-mcp-header string property, header and body alike.
+  mcp.tool({
+    name: 'test_custom_header',
+    description: 'Echoes a parameter that clients mirror into the Mcp-Param-Region header',
+    inputSchema: {
+      type: 'object',
+      properties: { region: { type: 'string', description: 'Mirrored into Mcp-Param-Region', 'x-mcp-header': 'Region' } },
+      required: ['region'],
+    },
+  }, (args) => `region=${args.region}`)
+  // SEP-1613 and SEP-2106: tools/list must return this schema as written; the suite's fixture, verbatim.
+  mcp.tool({
+    name: 'json_schema_2020_12_tool',
+    description: 'Tool with JSON Schema 2020-12 features',
+    inputSchema: {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      $defs: {
+        address: {
+          $anchor: 'addressDef',
+          type: 'object',
+          properties: {
+            street: { type: 'string' },
+            city: { type: 'string' },
+          },
+        },
+      },
+      properties: {
+        name: { type: 'string' },
+        address: { $ref: '#/$defs/address' },
+        contactMethod: { type: 'string', enum: ['phone', 'email'] },
+        phone: { type: 'string' },
+        email: { type: 'string' },
+      },
+      allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+      if: {
+        properties: { contactMethod: { const: 'phone' } },
+        required: ['contactMethod'],
+      },
+      then: { required: ['phone'] },
+      else: { required: ['email'] },
+      additionalProperties: false,
+    },
+  }, (args) => JSON.stringify(args))
+
   const name = requestedSchema().string('name')
   tool('test_input_required_result_elicitation', 'Asks for a name, then greets', async (_args, ctx) => {
     const answer = await ctx.elicit('What is your name?', name, { key: 'user_name' })

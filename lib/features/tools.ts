@@ -3,9 +3,10 @@ import type { McpContext } from '../context.js'
 import { InvalidDefinitionError, McpError, invalidParams } from '../errors.js'
 import { describeErrors, type SchemaCompiler, type Validator } from '../json-schema.js'
 import type { InputRequiredResult, ReplayEngine } from '../mrtr/engine.js'
-import type { CallToolResult, ContentBlock, JsonObject, JsonValue } from '../protocol/wire.js'
+import { PROTOCOL_VERSION, type CallToolResult, type ContentBlock, type JsonObject, type JsonValue } from '../protocol/wire.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import type { Failures } from './failures.js'
+import { ParamHeaders } from './param-headers.js'
 
 /** What `tools/list` tells clients about a tool. */
 export interface ToolDefinition {
@@ -43,6 +44,8 @@ interface Tool extends Entry<ToolDefinition> {
   outputSchema: JsonObject | undefined
   validateInput: Validator
   validateOutput: Validator | undefined
+  /** Its `Mcp-Param-*` headers, when its inputSchema has `x-mcp-header` properties. */
+  paramHeaders: ParamHeaders | undefined
 }
 
 // The spec recommends [A-Za-z0-9_.-]; mocapi only refuses what no header or list can carry.
@@ -87,6 +90,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     const outputSchema = definition.outputSchema
     if (outputSchema !== undefined) plainObject(outputSchema, `${where} outputSchema`, InvalidDefinitionError)
     const canAccess = accessCheck(definition.canAccess, where)
+    const paramHeaders = ParamHeaders.compile(inputSchema, where)
     const validateInput = this.#compiler.compile(inputSchema, `${where} inputSchema`)
     let validateOutput
     try {
@@ -104,6 +108,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
       outputSchema,
       validateInput,
       validateOutput,
+      paramHeaders,
     })
   }
 
@@ -123,6 +128,8 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     if (tool instanceof Promise) tool = await tool
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
+    // 2025-era clients never send these headers.
+    if (tool.paramHeaders !== undefined && ctx.protocolVersion === PROTOCOL_VERSION) tool.paramHeaders.check(ctx.request.headers, args)
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
     const handler = tool.handler
     let outcome

@@ -51,17 +51,48 @@ export function header (headers: IncomingHttpHeaders, name: string): string | un
   return headers[name] as string | undefined
 }
 
-const BASE64_WORD = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/
-const PLAIN_ASCII = /^[\x20-\x7e]*$/
+const SENTINEL_PREFIX = '=?base64?'
+const SENTINEL_SUFFIX = '?='
+// Whole 4-character groups, the last one padded: the only spelling of base64 accepted.
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+// Printable ASCII, space and tab: what a value may be without the base64 sentinel. Node reads a
+// header's raw bytes as latin1, so anything else arrived as bytes no client should have sent.
+const PLAIN = /^[\t\x20-\x7e]*$/
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+// RFC 9110 OWS around a field value is not part of it. The HTTP parser drops it; inject does not.
+function trimOws (value: string): string {
+  let start = 0
+  let end = value.length
+  while (start < end && (value[start] === ' ' || value[start] === '\t')) start++
+  while (end > start && (value[end - 1] === ' ' || value[end - 1] === '\t')) end--
+  return value.slice(start, end)
+}
+
+// Buffer.from skips characters outside the alphabet and forgives missing padding, so the text is
+// checked first, and must be the canonical spelling of its bytes (no stray bits in the last one).
+function decodeBase64 (text: string): string | undefined {
+  if (!BASE64.test(text)) return undefined
+  const bytes = Buffer.from(text, 'base64')
+  if (bytes.toString('base64') !== text) return undefined
+  try {
+    return utf8.decode(bytes)
+  } catch {
+    return undefined
+  }
+}
 
 /**
- * Decodes an `Mcp-Name` value, including its `=?base64?…?=` form. A value that is not plain
- * ASCII is malformed: it must come base64-encoded (Node reads raw bytes as latin1).
+ * Decodes the value of an `Mcp-Name` or `Mcp-Param-*` header: `=?base64?…?=` (prefix and suffix
+ * both present) is strict base64 of UTF-8; anything else is the value itself, which must be plain
+ * ASCII. Undefined when the value is malformed.
  */
-export function decodeNameHeader (value: string): string | undefined {
-  const match = BASE64_WORD.exec(value)
-  if (match === null) return value.startsWith('=?') || !PLAIN_ASCII.test(value) ? undefined : value
-  return Buffer.from(match[1], 'base64').toString('utf8')
+export function decodeHeaderValue (raw: string): string | undefined {
+  const value = trimOws(raw)
+  if (value.length >= SENTINEL_PREFIX.length + SENTINEL_SUFFIX.length && value.startsWith(SENTINEL_PREFIX) && value.endsWith(SENTINEL_SUFFIX)) {
+    return decodeBase64(value.slice(SENTINEL_PREFIX.length, -SENTINEL_SUFFIX.length))
+  }
+  return PLAIN.test(value) ? value : undefined
 }
 
 /** Checks `_meta` of a 2026-07-28 request: the required fields present, the optional ones of their type. */
@@ -106,7 +137,7 @@ export function checkModernRequest (message: { method: string, params: JsonObjec
   if (nameField !== undefined && typeof params[nameField] === 'string') {
     const raw = header(headers, 'mcp-name')
     if (raw === undefined) throw headerMismatch(`The Mcp-Name header is required for ${method}`)
-    const name = decodeNameHeader(raw)
+    const name = decodeHeaderValue(raw)
     if (name === undefined) throw headerMismatch('The Mcp-Name header is malformed')
     if (name !== params[nameField]) throw headerMismatch(`The Mcp-Name header does not match params.${nameField}`)
   }

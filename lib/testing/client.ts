@@ -122,9 +122,14 @@ function isObject (value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** An `Mcp-Name` value: plain when printable ASCII, else `=?base64?…?=`. */
+// Printable ASCII, inner spaces and tabs: what a header carries as it is. Surrounding whitespace
+// would be trimmed on the way, and a value shaped like the sentinel would be decoded.
+const PLAIN_HEADER = /^(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?$/
+
+/** An `Mcp-Name` value: plain when it survives as it is, else `=?base64?…?=`. */
 export function headerValue (name: string): string {
-  return /^[\x20-\x7e]*$/.test(name) ? name : `=?base64?${Buffer.from(name).toString('base64')}?=`
+  const plain = PLAIN_HEADER.test(name) && !(name.startsWith('=?base64?') && name.endsWith('?='))
+  return plain ? name : `=?base64?${Buffer.from(name).toString('base64')}?=`
 }
 
 /** The result of a reply, or the McpClientError it stands for. */

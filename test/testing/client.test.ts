@@ -6,6 +6,7 @@ import {
   McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled,
   type InputRequestView, type Notification,
 } from '../../lib/testing/index.js'
+import { headerValue } from '../../lib/testing/client.js'
 import { KEY, build } from '../helpers.js'
 
 type Test = Parameters<typeof build>[0]
@@ -288,4 +289,20 @@ t.test('a mocapi app mounted elsewhere is reached with the path option', async (
   const app = await build(t, { path: '/api/mcp' }, (app) => { app.mcp.tool({ name: 'ping' }, () => 'pong') })
   t.same((await createTestClient(app, { path: '/api/mcp' }).callTool('ping')).result.content, [{ type: 'text', text: 'pong' }])
   await t.rejects(createTestClient(app).callTool('ping'), { code: undefined, status: 404, message: 'HTTP 404: Route POST:/mcp not found' })
+})
+
+t.test('an Mcp-Name that would not survive as it is goes base64-encoded', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: '=?base64?SGk=?=' }, () => 'sentinel-shaped').tool({ name: '=?base64?SGk=' }, () => 'prefix only')
+  })
+  const { port } = await app.listen({ host: '127.0.0.1', port: 0 }).then(() => app.server.address() as AddressInfo)
+  for (const client of [createTestClient(app), createTestClient(`http://127.0.0.1:${port}/mcp`)]) {
+    t.same((await client.callTool('=?base64?SGk=?=')).result.content, [{ type: 'text', text: 'sentinel-shaped' }])
+    t.same((await client.callTool('=?base64?SGk=')).result.content, [{ type: 'text', text: 'prefix only' }])
+  }
+  t.equal(headerValue('a b\tc'), 'a b\tc')
+  t.equal(headerValue(''), '')
+  for (const name of [' lead', 'trail ', '\ttab', 'café', 'line\nbreak', '=?base64?SGk=?=']) {
+    t.equal(headerValue(name), `=?base64?${Buffer.from(name).toString('base64')}?=`, JSON.stringify(name))
+  }
 })

@@ -199,6 +199,21 @@ t.test('mcp-name must be present, match, and is decoded from base64', async (t) 
   t.match(malformed.body.error, { code: -32020, message: /malformed/ })
 })
 
+t.test('mcp-name base64 is decoded strictly; a half sentinel is the name itself', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'Hello' }, () => 'hello').tool({ name: '=?base64?SGVsbG8=' }, () => 'prefix').tool({ name: 'SGVsbG8=?=' }, () => 'suffix')
+  })
+  for (const [name, header] of [['Hello', '=?base64?SGVsbG8?='], ['Hello', '=?base64?SGVs!!!bG8=?='], ['Hello', '=?base64?SGVsbG9=?=']]) {
+    const reply = await call(app, 'tools/call', { name }, { headers: { 'mcp-name': header } })
+    t.equal(reply.status, 400, header)
+    t.same(reply.body.error, { code: -32020, message: 'The Mcp-Name header is malformed' }, header)
+  }
+  t.equal((await call(app, 'tools/call', { name: 'Hello' }, { headers: { 'mcp-name': '=?base64?SGVsbG8=?=' } })).body.result.content[0].text, 'hello')
+  t.equal((await call(app, 'tools/call', { name: 'Hello' }, { headers: { 'mcp-name': '  Hello\t' } })).body.result.content[0].text, 'hello')
+  t.equal((await call(app, 'tools/call', { name: '=?base64?SGVsbG8=' })).body.result.content[0].text, 'prefix')
+  t.equal((await call(app, 'tools/call', { name: 'SGVsbG8=?=' })).body.result.content[0].text, 'suffix')
+})
+
 t.test('unknown params fields and wrong types are -32602', async (t) => {
   const app = await withEcho(t)
   const unknown = await call(app, 'tools/list', { colour: 'red' })
