@@ -55,7 +55,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const resources = new Resources(engine, { cache: options.cache.resources, maxUriLength: options.limits.uriLength }, failures)
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility)
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
-  bus.attach((event) => subscriptions.deliver(event))
+  bus.attach((event) => { if (event.kind !== 'session') subscriptions.deliver(event) })
   // Registrations made while the app boots are not news to anyone.
   let live = false
   fastify.addHook('onReady', async () => {
@@ -97,7 +97,7 @@ export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, Ge
 export type {
   ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, ResourceContents, ResourceReturn,
 } from './features/resources.js'
-export { InProcessBus, type NotificationBus, type ChangeEvent } from './features/subscriptions.js'
+export { InProcessBus, type NotificationBus, type ChangeEvent, type BusEvent, type SessionEvent } from './features/subscriptions.js'
 export { requestedSchema, type RequestedSchemaBuilder, type RequestedSchema, type Infer } from './elicitation/schema.js'
 export type { ElicitAnswer } from './elicitation/answers.js'
 export {

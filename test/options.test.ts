@@ -40,6 +40,7 @@ const BAD: Array<[string, unknown, string]> = [
   ['requestState.maxTokenLength zero', { requestState: { keys, maxTokenLength: 0 } }, 'requestState.maxTokenLength must be a positive integer, got 0'],
   ['principal a string', { principal: 'sub' }, 'principal must be a function, got "sub"'],
   ['principal true', { principal: true }, 'principal must be a function, got true'],
+  ['serverInfo a function', { serverInfo: () => ({}) }, 'serverInfo must be an object, got a function'],
   ['allowedOrigins a string', { allowedOrigins: '*' }, 'allowedOrigins must be an array of strings, got "*"'],
   ['allowedOrigins empty entry', { allowedOrigins: ['https://app.example', ''] }, 'allowedOrigins[1] must be a non-empty string, got ""'],
   ['allowedOrigins number entry', { allowedOrigins: [8080] }, 'allowedOrigins[0] must be a non-empty string, got 8080'],
@@ -151,4 +152,13 @@ t.test('requestState.maxTokenLength refuses longer tokens before decrypting', as
   const { status, body } = await call(app, 'tools/call', { name: 'echo', requestState: 'A'.repeat(65) })
   t.equal(status, 200)
   t.same(body.error, { code: -32602, message: 'Invalid or expired requestState', data: { reason: 'invalid_request_state' } })
+})
+
+t.test('the version comes from package.json; without one, 0.0.0', async (t) => {
+  const { readVersion, MOCAPI_VERSION: own } = await import('../lib/version.js')
+  t.equal(own, MOCAPI_VERSION)
+  const dir = t.testdir({ lib: { 'x.js': '' }, 'package.json': JSON.stringify({ name: 'not-mocapi', version: '9.9.9' }) })
+  t.equal(readVersion(new URL(`file://${dir}/lib/x.js`)), '0.0.0', 'another package\'s version is not mocapi\'s')
+  const nested = t.testdir({ dist: { lib: { 'x.js': '' } }, 'package.json': JSON.stringify({ name: 'mocapi', version: '1.2.3' }) })
+  t.equal(readVersion(new URL(`file://${nested}/dist/lib/x.js`)), '1.2.3', 'found one folder further up, as in an install')
 })

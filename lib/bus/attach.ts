@@ -1,9 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { ChangeEvent, NotificationBus } from '../features/subscriptions.js'
+import type { BusEvent, NotificationBus } from '../features/subscriptions.js'
 
-/** How long the bus may take to come up before the operator is told, and how often after. */
-export const BUS_LATE_MS = 2_000
-export const BUS_NAG_MS = 30_000
+/** How long the bus may take to come up before the operator is told (and the server starts without it), and how often after. */
+export const BUS_TIMING = { late: 2_000, nag: 30_000 }
 /** At most one line per this long about changes the bus failed to carry. */
 export const BUS_FAILURE_LOG_MS = 10_000
 
@@ -16,6 +15,7 @@ export const BUS_FAILURE_LOG_MS = 10_000
 export class BusLink {
   readonly #bus: NotificationBus
   readonly #log: FastifyBaseLogger
+  readonly #timing: typeof BUS_TIMING
   #unsubscribe: (() => void) | undefined
   #up = false
   #closed = false
@@ -24,9 +24,10 @@ export class BusLink {
   #lastReport = -Infinity
   #attached: Promise<void> = Promise.resolve()
 
-  constructor (bus: NotificationBus, log: FastifyBaseLogger) {
+  constructor (bus: NotificationBus, log: FastifyBaseLogger, timing = BUS_TIMING) {
     this.#bus = bus
     this.#log = log
+    this.#timing = timing
   }
 
   /** Whether the bus delivers to this node. */
@@ -40,12 +41,12 @@ export class BusLink {
   }
 
   /**
-   * Resolves once the bus delivers, or once `BUS_LATE_MS` have passed, whichever is first: the
+   * Resolves once the bus delivers, or once `timing.late` ms have passed, whichever is first: the
    * server waits that long at startup for a bus that is coming up, and no longer.
    */
   ready (): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, BUS_LATE_MS)
+      const timer = setTimeout(resolve, this.#timing.late)
       // #attached never rejects: a failure to subscribe is logged where it happens.
       this.#attached.then(() => {
         clearTimeout(timer)
@@ -55,9 +56,9 @@ export class BusLink {
   }
 
   /** Starts delivering the bus's changes to `deliver`, in the background. */
-  attach (deliver: (event: ChangeEvent) => void): void {
+  attach (deliver: (event: BusEvent) => void): void {
     const started = Date.now()
-    this.#nag = setTimeout(() => this.#stillDown(started), BUS_LATE_MS)
+    this.#nag = setTimeout(() => this.#stillDown(started), this.#timing.late)
     this.#nag.unref()
     this.#attached = Promise.resolve()
       .then(() => this.#bus.subscribe(deliver))
@@ -66,7 +67,7 @@ export class BusLink {
         if (this.#closed) return unsubscribe()
         this.#unsubscribe = unsubscribe
         this.#up = true
-        if (Date.now() - started >= BUS_LATE_MS) this.#log.info('mocapi: the notification bus is up; change notifications reach this node again')
+        if (Date.now() - started >= this.#timing.late) this.#log.info('mocapi: the notification bus is up; change notifications reach this node again')
       }, (error: unknown) => {
         clearTimeout(this.#nag)
         if (!this.#closed) this.#log.error({ err: error }, 'mocapi: the notification bus failed; listen streams on this node miss changes made on other nodes')
@@ -77,12 +78,12 @@ export class BusLink {
     if (this.#closed || this.#up) return
     this.#log.error({ mcp: { downForMs: Date.now() - started } },
       'mocapi: the notification bus is not connected; listen streams on this node miss changes made on other nodes until it is')
-    this.#nag = setTimeout(() => this.#stillDown(started), BUS_NAG_MS)
+    this.#nag = setTimeout(() => this.#stillDown(started), this.#timing.nag)
     this.#nag.unref()
   }
 
   /** Announces a change; a failure is counted and logged, never thrown. */
-  publish (event: ChangeEvent): void {
+  publish (event: BusEvent): void {
     Promise.resolve()
       .then(() => this.#bus.publish(event))
       .catch((error: unknown) => this.#publishFailed(error))

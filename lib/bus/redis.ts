@@ -1,5 +1,6 @@
 import { createClient } from 'redis'
-import type { ChangeEvent, NotificationBus } from '../features/subscriptions.js'
+import type { BusEvent, NotificationBus } from '../features/subscriptions.js'
+import { LOGGING_LEVELS } from '../protocol/wire.js'
 
 /** The part of a node-redis (v5 or v6) client that the Redis bus uses. */
 export interface RedisConnection {
@@ -7,11 +8,11 @@ export interface RedisConnection {
   connect (): Promise<unknown>
   publish (channel: string, message: string): Promise<unknown>
   subscribe (channel: string, listener: (message: string) => void): Promise<unknown>
-  unsubscribe (channel: string): Promise<unknown>
+  unsubscribe (channel?: string): Promise<unknown>
   close (): Promise<unknown>
   destroy (): void
   on (event: 'error', listener: (error: Error) => void): unknown
-  duplicate (): RedisConnection
+  duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisConnection
 }
 
 /** Options of {@link RedisBus}. */
@@ -24,18 +25,24 @@ export interface RedisBusOptions {
    * A redis client to take the connection settings from. The bus never uses it: it opens its
    * own two connections with `client.duplicate()`, and closing the bus leaves `client` alone.
    */
-  client?: { duplicate (): RedisConnection }
+  client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisConnection }
   /**
    * Told of connection errors (node-redis keeps reconnecting after them) and of errors thrown
-   * by a listener. Default: ignored, so a Redis outage never crashes the process.
+   * by a listener. Default: ignored, so a Redis outage never crashes the process (mocapi itself
+   * logs a bus that is down, and the events it could not carry).
    */
   onError?: (error: unknown) => void
+  /**
+   * Events that may wait for Redis at once, while it is down; past it, an event is dropped (its
+   * publish rejects, and `dropped` counts it) rather than held without bound. Default 1000.
+   */
+  maxPending?: number
 }
 
 const LIST_KINDS = new Set(['tools', 'prompts', 'resources'])
 
-/** The change event a message carries, or `undefined` when the message is not one. */
-function parseEvent (message: string): ChangeEvent | undefined {
+/** The event a message carries, as a fresh object of its known fields; `undefined` when it is none. */
+export function parseEvent (message: string): BusEvent | undefined {
   let value: unknown
   try {
     value = JSON.parse(message)
@@ -43,23 +50,31 @@ function parseEvent (message: string): ChangeEvent | undefined {
     return undefined
   }
   if (typeof value !== 'object' || value === null) return undefined
-  const { kind, uri } = value as { kind?: unknown, uri?: unknown }
-  if (LIST_KINDS.has(kind as string)) return { kind: kind as 'tools' | 'prompts' | 'resources' }
-  if (kind === 'resource' && typeof uri === 'string') return { kind, uri }
+  const { kind, uri, session, op, level, requestId } = value as Record<string, unknown>
+  if (typeof kind !== 'string') return undefined
+  if (LIST_KINDS.has(kind)) return { kind: kind as 'tools' | 'prompts' | 'resources' }
+  if (kind === 'resource') return typeof uri === 'string' ? { kind, uri } : undefined
+  if (kind !== 'session' || typeof session !== 'string') return undefined
+  if (op === 'level') return LOGGING_LEVELS.includes(level as never) ? { kind, session, op, level: level as typeof LOGGING_LEVELS[number] } : undefined
+  if (op === 'subscribe' || op === 'unsubscribe') return typeof uri === 'string' ? { kind, session, op, uri } : undefined
+  if (op === 'cancel' && (typeof requestId === 'string' || typeof requestId === 'number')) return { kind, session, op, requestId }
   return undefined
 }
 
 function ignore (): void {}
 
 /**
- * A {@link NotificationBus} over Redis pub/sub: a change announced on one node reaches the
- * `subscriptions/listen` streams of every node publishing on the same channel, the announcing
- * node included (its own changes come back through Redis, once).
+ * A {@link NotificationBus} over Redis pub/sub: an event announced on one node reaches the
+ * listeners of every node publishing on the same channel, the announcing node included (its own
+ * events come back through Redis, once). Messages sent to one node go on a channel of that node's
+ * own (`<channel>:node:<node>`); Redis says how many received each, so a message for a node that
+ * is gone is known at once.
  *
  * It owns two connections, a publisher and a subscriber, opened on first use. With node-redis's
  * default reconnect strategy a server that is down delays that first use until it is back; the
- * errors meanwhile go to `onError`. A client whose reconnect strategy gives up makes the bus fail
- * for good: every later `publish()`/`subscribe()` rejects with that error.
+ * errors meanwhile go to `onError`, and at most `maxPending` events wait. Once connected, an
+ * event published while Redis is unreachable fails at once instead of queueing. A client whose
+ * reconnect strategy gives up makes the bus fail for good: every later call rejects with that error.
  *
  * ```ts
  * import { RedisBus } from 'mocapi/redis'
@@ -69,52 +84,101 @@ function ignore (): void {}
 export class RedisBus implements NotificationBus {
   readonly #channel: string
   readonly #onError: (error: unknown) => void
+  readonly #maxPending: number
   readonly #publisher: RedisConnection
   readonly #subscriber: RedisConnection
-  readonly #listeners = new Set<(event: ChangeEvent) => void>()
+  readonly #listeners = new Set<(event: BusEvent) => void>()
   #connecting: Promise<void> | undefined
   #closed = false
   #malformed = 0
+  #pending = 0
+  #dropped = 0
 
   constructor (options: RedisBusOptions = {}) {
-    const { url, channel = 'mocapi:changes', client, onError = ignore } = options
+    const { url, channel = 'mocapi:changes', client, onError = ignore, maxPending = 1000 } = options
     if (url !== undefined && typeof url !== 'string') throw new TypeError(`mocapi: RedisBus url must be a string, got ${typeof url}`)
     if (typeof channel !== 'string' || channel === '') throw new TypeError(`mocapi: RedisBus channel must be a non-empty string, got ${JSON.stringify(channel)}`)
     if (typeof onError !== 'function') throw new TypeError(`mocapi: RedisBus onError must be a function, got ${typeof onError}`)
+    if (!Number.isSafeInteger(maxPending) || maxPending < 1) throw new TypeError(`mocapi: RedisBus maxPending must be a positive integer, got ${JSON.stringify(maxPending)}`)
     if (client !== undefined && typeof client?.duplicate !== 'function') throw new TypeError('mocapi: RedisBus client must be a redis client (it has no duplicate())')
     if (client !== undefined && url !== undefined) throw new TypeError('mocapi: RedisBus takes url or client, not both')
     this.#channel = channel
     this.#onError = onError
-    this.#publisher = client?.duplicate() ?? createClient({ url })
+    this.#maxPending = maxPending
+    // No offline queue: while Redis is unreachable a command fails at once rather than wait in memory.
+    this.#publisher = client?.duplicate({ disableOfflineQueue: true }) ?? createClient({ url, disableOfflineQueue: true })
     this.#subscriber = this.#publisher.duplicate()
     // A node-redis client with no 'error' listener crashes the process on the first outage.
     for (const connection of [this.#publisher, this.#subscriber]) connection.on('error', (error) => this.#onError(error))
   }
 
-  /** How many messages on the channel were not change events, and were ignored. */
+  /** How many messages on the channel were not events, and were ignored. */
   get malformed (): number {
     return this.#malformed
   }
 
-  /** Publishes the change on the channel; every subscribed node, this one included, delivers it. */
-  async publish (event: ChangeEvent): Promise<void> {
-    await this.#connect()
-    await this.#publisher.publish(this.#channel, JSON.stringify(event))
+  /** How many events were dropped because `maxPending` were already waiting for Redis. */
+  get dropped (): number {
+    return this.#dropped
   }
 
-  /** Delivers every change published on the channel to `listener`; returns the unsubscribe function. */
-  async subscribe (listener: (event: ChangeEvent) => void): Promise<() => void> {
+  /** Publishes the event on the channel; every subscribed node, this one included, delivers it. */
+  async publish (event: BusEvent): Promise<void> {
+    await this.#command((publisher) => publisher.publish(this.#channel, JSON.stringify(event)))
+  }
+
+  /** Delivers every event published on the channel to `listener`; returns the unsubscribe function. */
+  async subscribe (listener: (event: BusEvent) => void): Promise<() => void> {
     await this.#connect()
     this.#listeners.add(listener)
     return () => { this.#listeners.delete(listener) }
+  }
+
+  /** Sends a message to the node listening as `node`; resolves whether a node received it. */
+  async send (node: string, message: object): Promise<boolean> {
+    const received = await this.#command((publisher) => publisher.publish(`${this.#channel}:node:${node}`, JSON.stringify(message)))
+    return typeof received === 'number' && received > 0
+  }
+
+  /** Receives the messages sent to `node`. */
+  async receive (node: string, listener: (message: object) => void): Promise<() => void> {
+    await this.#connect()
+    const channel = `${this.#channel}:node:${node}`
+    await this.#subscriber.subscribe(channel, (text) => {
+      let message: unknown
+      try {
+        message = JSON.parse(text)
+      } catch {}
+      if (typeof message !== 'object' || message === null) {
+        this.#malformed++
+        return
+      }
+      listener(message)
+    })
+    return () => { this.#subscriber.unsubscribe(channel).catch(this.#onError) }
   }
 
   /** Unsubscribes and closes the bus's two connections (waiting for publishes in flight when Redis is up). */
   async close (): Promise<void> {
     this.#closed = true
     this.#listeners.clear()
-    if (this.#subscriber.isReady) await this.#subscriber.unsubscribe(this.#channel)
+    if (this.#subscriber.isReady) await this.#subscriber.unsubscribe()
     await Promise.all([this.#subscriber, this.#publisher].map((connection) => connection.isReady ? connection.close() : connection.destroy()))
+  }
+
+  /** Runs a publisher command once connected, within the bound on commands waiting. */
+  async #command (run: (publisher: RedisConnection) => Promise<unknown>): Promise<unknown> {
+    if (this.#pending >= this.#maxPending) {
+      this.#dropped++
+      throw new Error(`mocapi: the RedisBus dropped an event: ${this.#pending} are already waiting for Redis (maxPending)`)
+    }
+    this.#pending++
+    try {
+      await this.#connect()
+      return await run(this.#publisher)
+    } finally {
+      this.#pending--
+    }
   }
 
   #connect (): Promise<void> {

@@ -1,6 +1,6 @@
 import { streamOf, type McpContext } from '../context.js'
 import { invalidParams, invalidRequest } from '../errors.js'
-import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
+import { META_SUBSCRIPTION_ID, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
 
 /** A change that listeners may be told about. */
 export type ChangeEvent =
@@ -8,29 +8,64 @@ export type ChangeEvent =
   | { kind: 'resource', uri: string }
 
 /**
- * Carries change events between the nodes of a deployment. The default is in-process; a
- * shared bus (Redis pub/sub, say) lets a change announced on one node reach listeners on all.
+ * What a 2025-era session asked of whichever node holds its streams: a log level, a resource
+ * subscription of its GET stream, the cancellation of one of its requests.
+ */
+export type SessionEvent =
+  | { kind: 'session', session: string, op: 'level', level: LoggingLevel }
+  | { kind: 'session', session: string, op: 'subscribe' | 'unsubscribe', uri: string }
+  | { kind: 'session', session: string, op: 'cancel', requestId: string | number }
+
+/** Everything a bus broadcasts: changes, and the events of 2025-era sessions. */
+export type BusEvent = ChangeEvent | SessionEvent
+
+/**
+ * Carries events between the nodes of a deployment. The default is in-process; a shared bus
+ * (Redis pub/sub, say) lets a change announced on one node reach listeners on all. A bus that
+ * also has `send` and `receive` carries the answers of 2025-era clients to the node that waits
+ * for them, whichever node they reached. Events are plain JSON; a bus passes them on as they are.
  */
 export interface NotificationBus {
-  /** Announces a change to every node's listeners. */
-  publish (event: ChangeEvent): void | Promise<void>
-  /** Receives every change announced by any node; returns the unsubscribe function. */
-  subscribe (listener: (event: ChangeEvent) => void): (() => void) | Promise<() => void>
+  /** Announces an event to every node's listeners. */
+  publish (event: BusEvent): void | Promise<void>
+  /** Receives every event announced by any node; returns the unsubscribe function. */
+  subscribe (listener: (event: BusEvent) => void): (() => void) | Promise<() => void>
+  /** Delivers a message to the node listening as `node`; resolves whether one received it. */
+  send? (node: string, message: object): Promise<boolean>
+  /** Receives the messages sent to `node`; returns the function that stops it. */
+  receive? (node: string, listener: (message: object) => void): (() => void) | Promise<() => void>
   /** Releases the bus's resources when the server closes. */
   close? (): void | Promise<void>
 }
 
-/** The in-process bus: a change reaches the listeners of this process only. */
+/**
+ * The in-process bus: an event reaches the listeners of this process only. Apps that share one
+ * instance behave as the nodes of one deployment (tests of cross-node flows use this).
+ */
 export class InProcessBus implements NotificationBus {
-  readonly #listeners = new Set<(event: ChangeEvent) => void>()
+  readonly #listeners = new Set<(event: BusEvent) => void>()
+  readonly #nodes = new Map<string, (message: object) => void>()
 
-  publish (event: ChangeEvent): void {
+  publish (event: BusEvent): void {
     for (const listener of this.#listeners) listener(event)
   }
 
-  subscribe (listener: (event: ChangeEvent) => void): () => void {
+  subscribe (listener: (event: BusEvent) => void): () => void {
     this.#listeners.add(listener)
     return () => { this.#listeners.delete(listener) }
+  }
+
+  async send (node: string, message: object): Promise<boolean> {
+    const listener = this.#nodes.get(node)
+    if (listener === undefined) return false
+    // As over a network: never in the sender's own turn.
+    setImmediate(listener, message)
+    return true
+  }
+
+  receive (node: string, listener: (message: object) => void): () => void {
+    this.#nodes.set(node, listener)
+    return () => { this.#nodes.delete(node) }
   }
 }
 
@@ -115,12 +150,7 @@ export class Subscriptions {
     this.#visibility = visibility
   }
 
-  /** How many streams are open. */
-  get size (): number {
-    return this.#listeners.size
-  }
-
-  /** Delivers a change from the bus to the streams that asked for it. */
+  /** Delivers a change to the streams that asked for it. */
   deliver (event: ChangeEvent): void {
     if (event.kind !== 'resource') {
       for (const listener of this.#byList[event.kind]) listener.notify(event)

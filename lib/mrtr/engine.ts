@@ -4,7 +4,7 @@ import { InvalidRequestStateError, invalidParams, invalidRequest } from '../erro
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
 import type { LedgerEntry, RequestStateCodec } from './codec.js'
 import { ReplayPass } from './pass.js'
-import { TokenTooLongError } from './seal.js'
+import type { TokenTooLongError } from './seal.js'
 
 /** The wire shape of an `input_required` result. */
 export interface InputRequiredResult {
@@ -150,10 +150,9 @@ export class ReplayEngine {
         round: round + 1,
       })
     } catch (error) {
-      if (error instanceof TokenTooLongError) {
-        throw invalidParams(`${label} asked for more input than a requestState token holds (${error.length} characters, requestState.maxTokenLength is ${this.#codec.maxTokenLength})`)
-      }
-      throw error
+      // The principal is a string or null, so the one way encoding fails is a token too long.
+      const length = (error as TokenTooLongError).length
+      throw invalidParams(`${label} asked for more input than a requestState token holds (${length} characters, requestState.maxTokenLength is ${this.#codec.maxTokenLength})`)
     }
     return { resultType: 'input_required', inputRequests: outcome.inputRequests, requestState }
   }

@@ -106,11 +106,6 @@ export class ReplyChannel implements NotificationStream {
     })
   }
 
-  /** True once the reply became an event stream. */
-  get streaming (): boolean {
-    return this.#streaming
-  }
-
   /** True when the client closed the connection before the response was complete. */
   get closed (): boolean {
     const raw = this.#reply.raw

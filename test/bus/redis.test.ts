@@ -5,7 +5,7 @@ import { once } from 'node:events'
 import { connect, createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createClient } from 'redis'
-import mocapi, { type ChangeEvent } from '../../lib/index.js'
+import mocapi, { type BusEvent, type ChangeEvent } from '../../lib/index.js'
 import { KEY, listen } from '../helpers.js'
 
 /** Why the Redis tests cannot run here, or `undefined` when they can. */
@@ -126,7 +126,7 @@ async function redisTests (t: Test): Promise<void> {
     const one = new RedisBus({ url: redis.url, channel: name })
     const two = new RedisBus({ url: redis.url, channel: name })
     t.teardown(() => Promise.all([one.close(), two.close()]))
-    const heard: Array<[string, ChangeEvent]> = []
+    const heard: Array<[string, BusEvent]> = []
     await one.subscribe((event) => heard.push(['one', event]))
     const unsubscribe = await two.subscribe((event) => heard.push(['two', event]))
     await one.publish({ kind: 'tools' })
@@ -143,7 +143,7 @@ async function redisTests (t: Test): Promise<void> {
     const errors: unknown[] = []
     const bus = new RedisBus({ url: redis.url, channel: name, onError: (error) => errors.push(error) })
     t.teardown(() => bus.close())
-    const heard: ChangeEvent[] = []
+    const heard: BusEvent[] = []
     await bus.subscribe(() => { throw new Error('listener broke') })
     await bus.subscribe((event) => heard.push(event))
     const junk = ['not json', '42', 'null', '"tools"', '[]', '{"kind":"nope"}', '{"kind":"resource"}', '{"kind":"resource","uri":5}', '{"kind":"__proto__"}']
@@ -175,7 +175,7 @@ async function redisTests (t: Test): Promise<void> {
     await client.connect()
     t.teardown(() => client.close())
     const bus = new RedisBus({ client, channel: channel() })
-    const heard: ChangeEvent[] = []
+    const heard: BusEvent[] = []
     await bus.subscribe((event) => heard.push(event))
     await bus.publish({ kind: 'resources' })
     await until(() => heard.length === 1, 'the change arrived')

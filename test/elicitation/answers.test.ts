@@ -94,6 +94,11 @@ t.test('names the offending field', async (t) => {
   for (const [content, message] of cases) t.strictSame(check(content), { ok: false, message }, message)
 })
 
+t.test('a schema whose fields are all optional takes an empty answer', async (t) => {
+  const check = contentCheck(requestedSchema().string('note', { optional: true }))
+  t.strictSame(check({}), { ok: true, value: { action: 'accept', content: {} } })
+})
+
 t.test('decodes escaped pointer segments', async (t) => {
   const check = contentCheck(requestedSchema().integer('a/b~c'))
   t.strictSame(check({ 'a/b~c': 'x' }), { ok: false, message: 'content["a/b~c"] must be integer' })

@@ -68,6 +68,11 @@ t.test('keeps a field named __proto__', async (t) => {
   t.strictSame(schema.schema.required, ['__proto__'])
 })
 
+t.test('a schema without required fields renders none, and its answers may be empty', async (t) => {
+  const loose = requestedSchema().string('note', { optional: true })
+  t.same(loose.schema, { type: 'object', properties: { note: { type: 'string' } } })
+})
+
 t.test('rejects bad field names', async (t) => {
   const named = /a field name must be a non-empty string/
   t.throws(() => requestedSchema().string(''), { code: 'FST_MOCAPI_INVALID_REQUESTED_SCHEMA', message: named })

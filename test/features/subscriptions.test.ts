@@ -1,6 +1,6 @@
 import t from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
-import mocapi, { InProcessBus, type ChangeEvent, type NotificationBus } from '../../lib/index.js'
+import mocapi, { InProcessBus, type BusEvent, type NotificationBus } from '../../lib/index.js'
 import { KEY, build, call, listen, MOCAPI_VERSION } from '../helpers.js'
 
 async function served (t: Parameters<typeof build>[0], options = {}): Promise<{ app: FastifyInstance, url: string }> {
@@ -80,7 +80,7 @@ t.test('a bad filter is -32602', async (t) => {
 })
 
 t.test('changes travel through the configured bus; registrations at boot are not announced', async (t) => {
-  const published: ChangeEvent[] = []
+  const published: BusEvent[] = []
   const inner = new InProcessBus()
   let closed = false
   const bus: NotificationBus = {

@@ -94,6 +94,7 @@ t.test('templates are checked at registration', async (t) => {
   t.throws(() => app.mcp.resourceTemplate({ uriTemplate: 't://{a}{a}', name: 'x' }, noop), { code: 'FST_MOCAPI_INVALID_DEFINITION', message: /repeats the variable "a"/ })
   t.same(new UriTemplate('fixed://uri', 'x').match('fixed://uri'), {}, 'a template without variables matches itself')
   t.equal(new UriTemplate('fixed://uri', 'x').match('fixed://urix'), undefined)
+  t.equal(new UriTemplate('ab', 'x').match('abab'), undefined, 'starts and ends with the template, and is longer')
   t.equal(new UriTemplate('t://{a}', 'x').match('t://'), undefined, 'a variable takes at least one character')
   t.same(new UriTemplate('t://{constructor}', 'x').match('t://v'), { constructor: 'v' }, 'a variable named like a prototype member is an own value')
 })

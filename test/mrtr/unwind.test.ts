@@ -152,3 +152,40 @@ t.test('an ask made after the pass ended rejects, and a dropped ask reports no u
   await sleep(30)
   t.same(after, ['ctx.elicit() and kin were called after the handler\'s pass ended'])
 })
+
+t.test('a signal first read after the pass ended is already aborted', async (t) => {
+  const seen: boolean[] = []
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'late_look' }, async (_args, ctx) => {
+      setTimeout(() => seen.push(ctx.signal.aborted), 20)
+      return (await ctx.elicit('Go?', confirm)).action
+    })
+  })
+  await call(app, 'tools/call', { name: 'late_look' })
+  await sleep(50)
+  t.same(seen, [true])
+})
+
+t.test('two bad answers in one round: the first is the error, the second changes nothing', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'pair' }, async (_args, ctx) => {
+      const [a, b] = await Promise.all([ctx.elicit('A?', confirm, { key: 'a' }), ctx.elicit('B?', confirm, { key: 'b' })])
+      return `${a.action} ${b.action}`
+    })
+  })
+  const first = await call(app, 'tools/call', { name: 'pair' })
+  const { body } = await call(app, 'tools/call', { name: 'pair', requestState: first.body.result.requestState, inputResponses: { a: { action: 'nope' }, b: { action: 'nope' } } })
+  t.same(body.error, { code: -32602, message: 'inputResponses.a: result.action must be one of accept, decline, cancel' })
+})
+
+t.test('past eight asks, a repeated key is still found', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'many' }, async (_args, ctx) => {
+      await Promise.all(Array.from({ length: 10 }, (_, i) => ctx.elicit(`Q${i}?`, confirm, { key: i === 9 ? 'k1' : `k${i}` })))
+      return 'unreachable'
+    })
+  })
+  const { body } = await call(app, 'tools/call', { name: 'many' })
+  t.same(body.result.content, [{ type: 'text', text: 'Input key "k1" is used twice in one request: keys must be unique' }])
+  t.equal(body.result.isError, true)
+})
