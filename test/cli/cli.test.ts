@@ -2,10 +2,10 @@ import t from 'tap'
 import Fastify from 'fastify'
 import { spawn, spawnSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
-import { PassThrough } from 'node:stream'
 import { requestedSchema } from '../../lib/index.js'
-import { blockText, main, notificationText, processIo, toolLine } from '../../lib/cli/main.js'
+import { blockText, notificationText, processIo, toolLine } from '../../lib/cli/main.js'
 import { build } from '../helpers.js'
+import { run } from './run.js'
 
 type Test = Parameters<typeof build>[0]
 
@@ -67,23 +67,6 @@ async function server (t: Test): Promise<string> {
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
-}
-
-function collect () {
-  const stream = new PassThrough()
-  let text = ''
-  stream.on('data', (chunk) => { text += chunk })
-  return { stream, text: () => text }
-}
-
-/** Runs the CLI in this process with `lines` on its stdin. */
-async function run (argv: string[], lines: string[] = [], env: Record<string, string> = {}) {
-  const stdin = new PassThrough()
-  const stdout = collect()
-  const stderr = collect()
-  stdin.end(lines.map((line) => `${line}\n`).join(''))
-  const code = await main(argv, { stdin, stdout: stdout.stream, stderr: stderr.stream, env })
-  return { code, stdout: stdout.text(), stderr: stderr.text() }
 }
 
 /** Runs the CLI as its own process, writing `lines` to its stdin one at a time. */
@@ -257,6 +240,7 @@ t.test('lines for blocks, notifications and tools', async (t) => {
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 3 } }), 'progress 3')
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hi' } }), '[info] hi')
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'error', logger: 'db', data: { n: 1 } } }), '[error] db: {"n":1}')
+  t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'debug' } }), '[debug] null')
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/other' }), 'notifications/other')
   t.equal(toolLine({ name: 'x', inputSchema: { type: 'object', properties: { a: {} } } }), 'x(a?: any)')
 })
