@@ -62,12 +62,20 @@ export function toolLine (tool: ListedTool): string {
   return `${shown(tool.name)}(${args.join(', ')})${tool.description === undefined ? '' : `  ${shown(tool.description)}`}`
 }
 
-/** The line that reports a failed command. */
-export function failureLine (error: unknown): string {
+/** What to do about a 401: send a token, or a better one. */
+function credentialsHint (token: string | undefined): string {
+  return token === undefined
+    ? ' — the server wants credentials: pass --token <bearer token> (or set MOCAPI_TOKEN)'
+    : ' — the server refused the bearer token (from --token, or MOCAPI_TOKEN)'
+}
+
+/** The line that reports a failed command; `token` is the one sent, if any. */
+export function failureLine (error: unknown, token: string | undefined): string {
   const code = error instanceof McpClientError && error.code !== undefined ? `error ${error.code}: ` : ''
   const cause = (error as Error).cause
   const detail = cause instanceof Error ? `: ${shown(cause.message)}` : ''
-  return `mocapi: ${code}${shown((error as Error).message)}${detail}`
+  const hint = error instanceof McpClientError && error.status === 401 ? credentialsHint(token) : ''
+  return `mocapi: ${code}${shown((error as Error).message)}${detail}${hint}`
 }
 
 /** Answers what the CLI can answer: forms and links, on the terminal. */
@@ -124,7 +132,7 @@ export async function main (argv: string[], io: Io): Promise<number> {
   try {
     status = await run(command, io, terminal)
   } catch (error) {
-    io.stderr.write(`${failureLine(error)}\n`)
+    io.stderr.write(`${failureLine(error, command.token)}\n`)
     if (command.json && error instanceof McpClientError) {
       io.stdout.write(`${printableJson({ error: { code: error.code, message: error.message, data: error.data, status: error.status } })}\n`)
     }

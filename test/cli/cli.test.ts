@@ -182,9 +182,28 @@ t.test('server errors exit 1, and --json prints them as one line', async (t) => 
 
 t.test('the token: --token, MOCAPI_TOKEN, and a refusal', async (t) => {
   const url = await server(t)
+  const refused = 'mocapi: HTTP 401: Bad token — the server refused the bearer token (from --token, or MOCAPI_TOKEN)\n'
   t.equal((await run(['call', url, 'quiet', '--token', 'ok'])).code, 0)
-  t.same(await run(['call', url, 'quiet', '--token', 'bad']), { code: 1, stdout: '', stderr: 'mocapi: HTTP 401: Bad token\n' })
-  t.same(await run(['tools', url], [], { MOCAPI_TOKEN: 'bad' }), { code: 1, stdout: '', stderr: 'mocapi: HTTP 401: Bad token\n' })
+  t.same(await run(['call', url, 'quiet', '--token', 'bad']), { code: 1, stdout: '', stderr: refused })
+  t.same(await run(['tools', url], [], { MOCAPI_TOKEN: 'bad' }), { code: 1, stdout: '', stderr: refused })
+})
+
+t.test('a 401 without a token suggests --token', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.headers.authorization !== 'Bearer s3cret') return reply.code(401).send({ statusCode: 401, error: 'Unauthorized', message: 'Missing token' })
+    })
+    app.mcp.tool({ name: 'who' }, () => 'you')
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+  const hint = 'mocapi: HTTP 401: Missing token — the server wants credentials: pass --token <bearer token> (or set MOCAPI_TOKEN)\n'
+  t.same(await run(['call', url, 'who']), { code: 1, stdout: '', stderr: hint })
+  t.same(await run(['tools', url]), { code: 1, stdout: '', stderr: hint })
+  const json = await run(['call', url, 'who', '--json'])
+  t.equal(json.stderr, hint)
+  t.same(JSON.parse(json.stdout), { error: { message: 'HTTP 401: Missing token', data: { statusCode: 401, error: 'Unauthorized', message: 'Missing token' }, status: 401 } })
+  t.equal((await run(['call', url, 'who'], [], { MOCAPI_TOKEN: 's3cret' })).stdout, 'you\n')
 })
 
 t.test('a server that cannot be reached', async (t) => {
