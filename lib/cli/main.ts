@@ -72,10 +72,8 @@ function credentialsHint (token: string | undefined): string {
 /** The line that reports a failed command; `token` is the one sent, if any. */
 export function failureLine (error: unknown, token: string | undefined): string {
   const code = error instanceof McpClientError && error.code !== undefined ? `error ${error.code}: ` : ''
-  const cause = (error as Error).cause
-  const detail = cause instanceof Error ? `: ${shown(cause.message)}` : ''
   const hint = error instanceof McpClientError && error.status === 401 ? credentialsHint(token) : ''
-  return `mocapi: ${code}${shown((error as Error).message)}${detail}${hint}`
+  return `mocapi: ${code}${shown((error as Error).message)}${hint}`
 }
 
 /** Answers what the CLI can answer: forms and links, on the terminal. */

@@ -7,7 +7,7 @@ import type { GetPromptResult } from '../features/prompts.js'
 import type { ResourceContents } from '../features/resources.js'
 import type { CallToolResult, ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
 import { answerFunction, viewOf, type Answers, type InputResponse } from './answers.js'
-import { fetchTransport, injectTransport, readReply, type ReadReply, type Transport } from './transport.js'
+import { httpTransport, injectTransport, readReply, type ReadReply, type Transport } from './transport.js'
 
 const PROTOCOL_VERSION = '2026-07-28'
 
@@ -19,7 +19,10 @@ export interface TestClientOptions {
   clientInfo?: Implementation
   /** Sent in `_meta` and the `MCP-Protocol-Version` header. Default `2026-07-28`. */
   protocolVersion?: string
-  /** Extra HTTP headers on every request. */
+  /**
+   * Extra HTTP headers on every request. They win over the client's own (`content-type`, `accept`, the `mcp-*`
+   * headers, `authorization` from `token`), whatever their case, and `host` is sent as given, to an app and to a URL.
+   */
   headers?: Record<string, string>
   /** Sent as `Authorization: Bearer <token>`. */
   token?: string
@@ -33,7 +36,7 @@ export interface TestClientOptions {
   onRound?: (round: number, inputRequests: Record<string, InputRequest>) => void
 }
 
-/** Per-call additions: `_meta` fields (say `progressToken`) and HTTP headers. */
+/** Per-call additions: `_meta` fields (say `progressToken`) and HTTP headers (which win over the client's `headers`). */
 export interface CallOptions {
   meta?: JsonObject
   headers?: Record<string, string>
@@ -228,8 +231,11 @@ class Client implements TestClient {
       'io.modelcontextprotocol/clientInfo': o.clientInfo ?? { name: 'mocapi-test-client', version: '1.0.0' },
       ...options.meta,
     }
+    for (const given of [o.headers, options.headers]) {
+      for (const [header, value] of Object.entries(given ?? {})) headers[header.toLowerCase()] = value
+    }
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.#nextId++, method, params: { ...params, _meta: meta } })
-    const raw = await this.#transport({ ...headers, ...o.headers, ...options.headers }, body)
+    const raw = await this.#transport(headers, body)
     return readReply(raw, (message) => {
       notifications.push(message as Notification)
       o.onNotification?.(message as Notification)
@@ -239,11 +245,11 @@ class Client implements TestClient {
 
 /**
  * A client of an MCP 2026-07-28 server: a Fastify app (reached through `inject`, no port)
- * or the URL of its endpoint (reached with `fetch`, JSON and event-stream replies alike).
+ * or the URL of its endpoint (over HTTP, JSON and event-stream replies alike).
  */
 export function createTestClient (target: FastifyInstance | string | URL, options: TestClientOptions = {}): TestClient {
   const transport = typeof target === 'string' || target instanceof URL
-    ? fetchTransport(new URL(target))
+    ? httpTransport(new URL(target))
     : injectTransport(target, options.path ?? '/mcp')
   return new Client(transport, options)
 }

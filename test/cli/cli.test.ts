@@ -213,7 +213,7 @@ t.test('a server that cannot be reached', async (t) => {
   await app.close()
   const { code, stderr } = await run(['call', `http://127.0.0.1:${port}/mcp`, 'x'])
   t.equal(code, 1)
-  t.match(stderr, /^mocapi: fetch failed: connect ECONNREFUSED/)
+  t.match(stderr, /^mocapi: connect ECONNREFUSED 127\.0\.0\.1:\d+\n$/)
   const json = await run(['call', `http://127.0.0.1:${port}/mcp`, 'x', '--json'])
   t.equal(json.code, 1)
   t.equal(json.stdout, '', 'only server replies print as JSON')

@@ -284,6 +284,34 @@ t.test('options: protocol version, client info, token and headers reach the serv
   await t.rejects(old.request('tools/list'), { code: -32022, status: 400, data: { requested: '2025-06-18' } })
 })
 
+t.test('headers the user sets win, whatever their case, host included, through inject and over HTTP', async (t) => {
+  const seen: Array<Record<string, unknown>> = []
+  const server = () => build(t, { allowedHosts: ['mcp.example.com'] }, (app) => {
+    app.addHook('onRequest', async (request) => { seen.push(request.headers) })
+    app.mcp.tool({ name: 'where' }, (_args, ctx) => ctx.request.host)
+  })
+  const listening = await server()
+  await listening.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(listening.server.address() as AddressInfo).port}/mcp`
+  for (const [how, target] of [['inject', await server()], ['url', url]] as const) {
+    seen.length = 0
+    const client = createTestClient(target, { token: 'T0K', headers: { Host: 'mcp.example.com', Authorization: 'Basic YTpi', 'X-Tenant': 'acme' } })
+    const { result } = await client.callTool('where', {}, undefined, { headers: { 'x-tenant': 'beta' } })
+    t.same(result.content, [{ type: 'text', text: 'mcp.example.com' }], how)
+    t.match(seen[0], { host: 'mcp.example.com', authorization: 'Basic YTpi', 'x-tenant': 'beta' })
+  }
+  // So a test of the Host check over a real socket can play a DNS-rebinding page.
+  await t.rejects(createTestClient(url, { headers: { host: 'evil.example' } }).callTool('where'),
+    { status: 403, message: /^Host not allowed: "evil.example"/ })
+})
+
+t.test('an https URL is reached over TLS', async (t) => {
+  const app = await build(t)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const client = createTestClient(`https://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`)
+  await t.rejects(client.request('server/discover'), { code: 'EPROTO' }, 'a plain HTTP server cannot answer a TLS handshake')
+})
+
 t.test('a mocapi app mounted elsewhere is reached with the path option', async (t) => {
   const app = await build(t, { path: '/api/mcp' }, (app) => { app.mcp.tool({ name: 'ping' }, () => 'pong') })
   t.same((await createTestClient(app, { path: '/api/mcp' }).callTool('ping')).result.content, [{ type: 'text', text: 'pong' }])
