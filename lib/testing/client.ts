@@ -26,7 +26,7 @@ export interface TestClientOptions {
   headers?: Record<string, string>
   /** Sent as `Authorization: Bearer <token>`. */
   token?: string
-  /** The endpoint's path, for a Fastify app. Default `/mcp`. */
+  /** The endpoint's path, for Fastify apps. Default `/mcp`. */
   path?: string
   /** How many `input_required` results one call may take before it fails. Default 10. */
   maxRounds?: number
@@ -243,13 +243,34 @@ class Client implements TestClient {
   }
 }
 
+/** Where a test client sends requests: a Fastify app (through `inject`, no port) or the URL of an endpoint. */
+export type TestTarget = FastifyInstance | string | URL
+
+function transportOf (target: TestTarget, path: string): Transport {
+  if (typeof target === 'string' || target instanceof URL) return httpTransport(new URL(target))
+  if (typeof target?.inject !== 'function') throw new TypeError(`createTestClient takes Fastify apps and URLs, got ${String(target)}`)
+  return injectTransport(target, path)
+}
+
+/** Each request to the next transport in turn, as a round-robin load balancer does. */
+function roundRobin (transports: Transport[]): Transport {
+  let next = 0
+  return (headers, body) => {
+    const transport = transports[next]
+    next = (next + 1) % transports.length
+    return transport(headers, body)
+  }
+}
+
 /**
- * A client of an MCP 2026-07-28 server: a Fastify app (reached through `inject`, no port)
- * or the URL of its endpoint (over HTTP, JSON and event-stream replies alike).
+ * A client of an MCP 2026-07-28 server: a Fastify app (reached through `inject`, no port) or the
+ * URL of its endpoint (over HTTP, JSON and event-stream replies alike). Given several apps or URLs,
+ * or a mix, it sends each HTTP request to the next one in turn, so the rounds of one call land on
+ * different nodes, as behind a round-robin load balancer; the apps must share their
+ * `requestState` keys. `createTestClient([appA, appB])`.
  */
-export function createTestClient (target: FastifyInstance | string | URL, options: TestClientOptions = {}): TestClient {
-  const transport = typeof target === 'string' || target instanceof URL
-    ? httpTransport(new URL(target))
-    : injectTransport(target, options.path ?? '/mcp')
-  return new Client(transport, options)
+export function createTestClient (target: TestTarget | readonly TestTarget[], options: TestClientOptions = {}): TestClient {
+  const targets: readonly TestTarget[] = Array.isArray(target) ? target : [target as TestTarget]
+  if (targets.length === 0) throw new TypeError('createTestClient needs at least one Fastify app or URL')
+  return new Client(roundRobin(targets.map((one) => transportOf(one, options.path ?? '/mcp'))), options)
 }
