@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import { expect, test } from 'tstyche'
 import {
-  McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled,
+  McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled, textOf,
   type AnswerFunction, type Answers, type CallToolResult, type CreateMessageParams, type CreateMessageResult, type ElicitResult,
   type GetPromptResult, type InputRequestView, type ListRootsResult, type Outcome, type ReadResourceResult, type RequestedSchema,
   type Round, type TestClient, type TestTarget,
@@ -91,6 +91,16 @@ test('results are typed per method, with the rounds they took', async () => {
   const resource = await client.readResource('file:///a', [accept()])
   expect(resource.result).type.toBeAssignableTo<ReadResourceResult>()
   expect(await client.request('tools/list')).type.toBe<Record<string, unknown>>()
+})
+
+test('textOf reads the text of a tool, prompt or resource result', async () => {
+  expect(textOf((await client.callTool('book')).result)).type.toBe<string>()
+  expect(textOf((await client.getPrompt('plan')).result)).type.toBe<string>()
+  expect(textOf((await client.readResource('file:///a')).result)).type.toBe<string>()
+  expect(textOf).type.toBeCallableWith({ content: [{ type: 'text', text: 'x' }] })
+  expect(textOf).type.not.toBeCallableWith(await client.callTool('book'))
+  expect(textOf).type.not.toBeCallableWith({ content: 'x' })
+  expect(textOf).type.not.toBeCallableWith('x')
 })
 
 test('errors carry the JSON-RPC code, data and HTTP status', () => {

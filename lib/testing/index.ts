@@ -5,6 +5,7 @@
  * const client = createTestClient(app)   // a Fastify app (inject), an endpoint URL, or several in turn
  * const { result, rounds } = await client.callTool('book_flight', { to: 'Lisbon' },
  *   (request) => request.kind === 'elicit' ? accept({ confirm: true, cabin: 'economy' }) : decline())
+ * t.equal(textOf(result), 'Booked economy to Lisbon')
  * ```
  */
 export {
@@ -12,6 +13,7 @@ export {
   type TestClient, type TestClientOptions, type TestTarget, type CallOptions, type Outcome, type Round, type Notification,
   type ReadResourceResult, type ListedTool,
 } from './client.js'
+export { textOf } from './text.js'
 export {
   accept, decline, cancel, sampled, roots, answers, byKind,
   type Answers, type AnswerFunction, type AnswerOf, type KindHandlers, type QueuedAnswer, type InputRequestView,
