@@ -1,10 +1,10 @@
 import Fastify from 'fastify'
 import { expect, test } from 'tstyche'
 import {
-  McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled,
+  McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled, textOf,
   type AnswerFunction, type Answers, type CallToolResult, type CreateMessageParams, type CreateMessageResult, type ElicitResult,
   type GetPromptResult, type InputRequestView, type ListRootsResult, type Outcome, type ReadResourceResult, type RequestedSchema,
-  type Round, type TestClient,
+  type Round, type TestClient, type TestTarget,
 } from '../lib/testing/index.js'
 
 const client = createTestClient(Fastify())
@@ -16,6 +16,18 @@ test('a client of a Fastify app or of a URL', () => {
   expect(createTestClient).type.not.toBeCallableWith(3000)
   expect(createTestClient).type.not.toBeCallableWith(Fastify(), { maxRounds: '3' })
   expect(client).type.toBe<TestClient>()
+})
+
+test('a client of several apps or URLs, used in turn', () => {
+  expect(createTestClient).type.toBeCallableWith([Fastify(), Fastify()])
+  expect(createTestClient).type.toBeCallableWith(['http://a:3000/mcp', new URL('http://b:3000/mcp')], { token: 't' })
+  expect(createTestClient).type.toBeCallableWith([Fastify(), 'http://b:3000/mcp'])
+  expect(createTestClient).type.toBeCallableWith(['http://a:3000/mcp', 'http://b:3000/mcp'] as const)
+  const fleet: TestTarget[] = [Fastify(), 'http://b:3000/mcp']
+  expect(createTestClient(fleet)).type.toBe<TestClient>()
+  expect<TestTarget>().type.toBeAssignableFrom(new URL('http://a:3000/mcp'))
+  expect(createTestClient).type.not.toBeCallableWith([3000])
+  expect(createTestClient).type.not.toBeCallableWith([Fastify(), { url: 'http://b:3000/mcp' }])
 })
 
 test('the answer callback sees the union, narrowed by kind', async () => {
@@ -79,6 +91,16 @@ test('results are typed per method, with the rounds they took', async () => {
   const resource = await client.readResource('file:///a', [accept()])
   expect(resource.result).type.toBeAssignableTo<ReadResourceResult>()
   expect(await client.request('tools/list')).type.toBe<Record<string, unknown>>()
+})
+
+test('textOf reads the text of a tool, prompt or resource result', async () => {
+  expect(textOf((await client.callTool('book')).result)).type.toBe<string>()
+  expect(textOf((await client.getPrompt('plan')).result)).type.toBe<string>()
+  expect(textOf((await client.readResource('file:///a')).result)).type.toBe<string>()
+  expect(textOf).type.toBeCallableWith({ content: [{ type: 'text', text: 'x' }] })
+  expect(textOf).type.not.toBeCallableWith(await client.callTool('book'))
+  expect(textOf).type.not.toBeCallableWith({ content: 'x' })
+  expect(textOf).type.not.toBeCallableWith('x')
 })
 
 test('errors carry the JSON-RPC code, data and HTTP status', () => {

@@ -3,6 +3,7 @@
  * with its default in brackets, numbered choices, and an answer checked before it is taken.
  */
 import type { ElicitContent, ElicitResult, ElicitUrlView, ElicitView } from '../testing/answers.js'
+import { printableLine, printableText } from './sanitize.js'
 
 /** A labelled value of a select. */
 export interface Choice {
@@ -83,20 +84,25 @@ function titleOf (field: Field, value: string): string {
   return field.choices.find((c) => c.value === value)?.title ?? value
 }
 
+/** A server-supplied value on one line of a form. */
+function shown (value: unknown): string {
+  return printableLine(String(value))
+}
+
 /** The default as the prompt shows it, in brackets' content. */
 function shownDefault (field: Field): string | undefined {
   const value = field.schema.default
   if (value === undefined) return undefined
   if (field.kind === 'boolean') return value === true ? 'y' : 'n'
-  if (field.kind === 'choice') return titleOf(field, value as string)
-  if (field.kind === 'choices') return (value as string[]).map((v) => titleOf(field, v)).join(', ')
-  return String(value)
+  if (field.kind === 'choice') return shown(titleOf(field, value as string))
+  if (field.kind === 'choices' && Array.isArray(value)) return value.map((v) => shown(titleOf(field, v))).join(', ')
+  return shown(value)
 }
 
-/** The lines shown before a field's first prompt: its description and its numbered choices. */
+/** The lines shown before a field's first prompt: its description (indented, line by line) and its numbered choices. */
 export function introOf (field: Field): string[] {
-  const lines = field.description === undefined ? [] : [`  ${field.description}`]
-  field.choices.forEach((choice, i) => lines.push(`    ${i + 1}) ${choice.title}`))
+  const lines = field.description === undefined ? [] : printableText(field.description).split('\n').map((line) => `  ${line}`)
+  field.choices.forEach((choice, i) => lines.push(`    ${i + 1}) ${shown(choice.title)}`))
   return lines
 }
 
@@ -105,7 +111,7 @@ export function promptOf (field: Field): string {
   const s = field.schema
   const hints: string[] = []
   if (field.kind === 'string') {
-    if (typeof s.format === 'string') hints.push(s.format)
+    if (typeof s.format === 'string') hints.push(shown(s.format))
     const length = range(s.minLength, s.maxLength, ' characters')
     if (length !== undefined) hints.push(length)
   } else if (field.kind === 'number' || field.kind === 'integer') {
@@ -122,9 +128,9 @@ export function promptOf (field: Field): string {
     if (count !== undefined) hints.push(count)
   }
   if (!field.required) hints.push('optional')
-  const shown = shownDefault(field)
+  const given = shownDefault(field)
   const hinted = hints.length === 0 ? '' : ` (${hints.join(', ')})`
-  return `  ${field.label}${hinted}${shown === undefined ? '' : ` [${shown}]`}: `
+  return `  ${shown(field.label)}${hinted}${given === undefined ? '' : ` [${given}]`}: `
 }
 
 /** True when `text` starts with a calendar date that exists (no 31 February). */
@@ -226,7 +232,7 @@ const ESCAPES: Record<string, ElicitResult> = { '!decline': { action: 'decline' 
  * fields with a default, and optional fields, are taken without asking.
  */
 export async function askForm (io: Asker, request: Pick<ElicitView, 'message' | 'schema'>, options: { yes?: boolean } = {}): Promise<ElicitResult> {
-  io.say(request.message)
+  io.say(printableText(request.message))
   io.say('  (!decline to decline, !cancel to cancel)')
   const content: ElicitContent = {}
   for (const field of fieldsOf(request.schema)) {
@@ -255,8 +261,8 @@ export async function askForm (io: Asker, request: Pick<ElicitView, 'message' | 
 
 /** Shows a URL-mode elicitation's link and asks whether the user opened it. */
 export async function askUrl (io: Asker, request: Pick<ElicitUrlView, 'message' | 'url'>, options: { yes?: boolean } = {}): Promise<ElicitResult> {
-  io.say(request.message)
-  io.say(`  open: ${request.url}`)
+  io.say(printableText(request.message))
+  io.say(`  open: ${shown(request.url)}`)
   if (options.yes === true) return { action: 'accept' }
   for (;;) {
     const input = await io.ask('  Did you open it? (y/n, !cancel) [y]: ')

@@ -8,6 +8,7 @@ import type { AnswerFunction } from '../testing/answers.js'
 import type { ContentBlock, JsonObject } from '../protocol/wire.js'
 import { USAGE, parseCommand, type Command } from './args.js'
 import { askForm, askUrl, type Asker } from './form.js'
+import { printableJson, printableLine, printableText } from './sanitize.js'
 import { Terminal } from './terminal.js'
 
 /** Where the CLI reads and writes; the process's own streams by default. */
@@ -20,29 +21,34 @@ export interface Io {
 
 const CLIENT_INFO = { name: 'mocapi-cli', version: '1.0.0' }
 
-/** One line for a content block: its text, or what it is. */
+/** A server-supplied value on one line; every server string the CLI shows goes through here or printableText. */
+function shown (value: unknown): string {
+  return printableLine(String(value))
+}
+
+/** The text of a content block, or one line saying what it is. */
 export function blockText (block: ContentBlock): string {
   switch (block.type) {
-    case 'text': return block.text
+    case 'text': return printableText(block.text)
     case 'image':
-    case 'audio': return `[${block.type} ${block.mimeType}]`
-    case 'resource_link': return `[link ${block.name}: ${block.uri}]`
-    default: return 'text' in block.resource ? block.resource.text : `[resource ${block.resource.uri}]`
+    case 'audio': return `[${block.type} ${shown(block.mimeType)}]`
+    case 'resource_link': return `[link ${shown(block.name)}: ${shown(block.uri)}]`
+    default: return 'text' in block.resource ? printableText(block.resource.text) : `[resource ${shown(block.resource.uri)}]`
   }
 }
 
-/** A notification as a line of stderr. */
+/** A notification as one line of stderr. */
 export function notificationText (notification: Notification): string {
   const params = notification.params ?? {}
   if (notification.method === 'notifications/progress') {
-    const total = params.total === undefined ? '' : `/${params.total}`
-    return `progress ${params.progress}${total}${params.message === undefined ? '' : ` ${params.message}`}`
+    const total = params.total === undefined ? '' : `/${shown(params.total)}`
+    return `progress ${shown(params.progress)}${total}${params.message === undefined ? '' : ` ${shown(params.message)}`}`
   }
   if (notification.method === 'notifications/message') {
-    const data = typeof params.data === 'string' ? params.data : JSON.stringify(params.data)
-    return `[${params.level}]${params.logger === undefined ? '' : ` ${params.logger}:`} ${data}`
+    const data = typeof params.data === 'string' ? shown(params.data) : printableJson(params.data ?? null)
+    return `[${shown(params.level)}]${params.logger === undefined ? '' : ` ${shown(params.logger)}:`} ${data}`
   }
-  return notification.method
+  return shown(notification.method)
 }
 
 /** A tool as one line of `mocapi tools`: `name(arg: type, opt?: type) description`. */
@@ -50,10 +56,24 @@ export function toolLine (tool: ListedTool): string {
   const properties = (tool.inputSchema.properties ?? {}) as Record<string, JsonObject>
   const required = (tool.inputSchema.required ?? []) as string[]
   const args = Object.entries(properties).map(([name, schema]) => {
-    const type = Array.isArray(schema.enum) ? schema.enum.map((v) => JSON.stringify(v)).join(' | ') : schema.type ?? 'any'
-    return `${name}${required.includes(name) ? '' : '?'}: ${type}`
+    const type = Array.isArray(schema.enum) ? schema.enum.map((v) => printableJson(v)).join(' | ') : shown(schema.type ?? 'any')
+    return `${shown(name)}${required.includes(name) ? '' : '?'}: ${type}`
   })
-  return `${tool.name}(${args.join(', ')})${tool.description === undefined ? '' : `  ${tool.description}`}`
+  return `${shown(tool.name)}(${args.join(', ')})${tool.description === undefined ? '' : `  ${shown(tool.description)}`}`
+}
+
+/** What to do about a 401: send a token, or a better one. */
+function credentialsHint (token: string | undefined): string {
+  return token === undefined
+    ? ' — the server wants credentials: pass --token <bearer token> (or set MOCAPI_TOKEN)'
+    : ' — the server refused the bearer token (from --token, or MOCAPI_TOKEN)'
+}
+
+/** The line that reports a failed command; `token` is the one sent, if any. */
+export function failureLine (error: unknown, token: string | undefined): string {
+  const code = error instanceof McpClientError && error.code !== undefined ? `error ${error.code}: ` : ''
+  const hint = error instanceof McpClientError && error.status === 401 ? credentialsHint(token) : ''
+  return `mocapi: ${code}${shown((error as Error).message)}${hint}`
 }
 
 /** Answers what the CLI can answer: forms and links, on the terminal. */
@@ -78,15 +98,15 @@ async function run (command: Exclude<Command, { command: 'help' }>, io: Io, term
   })
   if (command.command === 'tools') {
     const tools = await client.listTools()
-    io.stdout.write(command.json ? `${JSON.stringify(tools)}\n` : tools.map((tool) => `${toolLine(tool)}\n`).join(''))
+    io.stdout.write(command.json ? `${printableJson(tools)}\n` : tools.map((tool) => `${toolLine(tool)}\n`).join(''))
     return 0
   }
   const { result } = await client.callTool(command.tool, command.args, terminalAnswers(terminal, command.yes), { meta: { progressToken: 'mocapi-cli' } })
   if (command.json) {
-    io.stdout.write(`${JSON.stringify(result)}\n`)
+    io.stdout.write(`${printableJson(result)}\n`)
   } else {
     const lines = result.content.map(blockText)
-    if (lines.length === 0 && result.structuredContent !== undefined) lines.push(JSON.stringify(result.structuredContent, null, 2))
+    if (lines.length === 0 && result.structuredContent !== undefined) lines.push(printableJson(result.structuredContent, 2))
     io.stdout.write(lines.map((line) => `${line}\n`).join(''))
   }
   return result.isError === true ? 1 : 0
@@ -110,12 +130,9 @@ export async function main (argv: string[], io: Io): Promise<number> {
   try {
     status = await run(command, io, terminal)
   } catch (error) {
-    const cause = (error as Error).cause
-    const code = error instanceof McpClientError && error.code !== undefined ? `error ${error.code}: ` : ''
-    const detail = cause instanceof Error ? `: ${cause.message}` : ''
-    io.stderr.write(`mocapi: ${code}${(error as Error).message}${detail}\n`)
+    io.stderr.write(`${failureLine(error, command.token)}\n`)
     if (command.json && error instanceof McpClientError) {
-      io.stdout.write(`${JSON.stringify({ error: { code: error.code, message: error.message, data: error.data, status: error.status } })}\n`)
+      io.stdout.write(`${printableJson({ error: { code: error.code, message: error.message, data: error.data, status: error.status } })}\n`)
     }
   } finally {
     terminal.close()

@@ -7,7 +7,7 @@ import type { GetPromptResult } from '../features/prompts.js'
 import type { ResourceContents } from '../features/resources.js'
 import type { CallToolResult, ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
 import { answerFunction, viewOf, type Answers, type InputResponse } from './answers.js'
-import { fetchTransport, injectTransport, readReply, type ReadReply, type Transport } from './transport.js'
+import { httpTransport, injectTransport, readReply, type ReadReply, type Transport } from './transport.js'
 
 const PROTOCOL_VERSION = '2026-07-28'
 
@@ -19,11 +19,14 @@ export interface TestClientOptions {
   clientInfo?: Implementation
   /** Sent in `_meta` and the `MCP-Protocol-Version` header. Default `2026-07-28`. */
   protocolVersion?: string
-  /** Extra HTTP headers on every request. */
+  /**
+   * Extra HTTP headers on every request. They win over the client's own (`content-type`, `accept`, the `mcp-*`
+   * headers, `authorization` from `token`), whatever their case, and `host` is sent as given, to an app and to a URL.
+   */
   headers?: Record<string, string>
   /** Sent as `Authorization: Bearer <token>`. */
   token?: string
-  /** The endpoint's path, for a Fastify app. Default `/mcp`. */
+  /** The endpoint's path, for Fastify apps. Default `/mcp`. */
   path?: string
   /** How many `input_required` results one call may take before it fails. Default 10. */
   maxRounds?: number
@@ -33,7 +36,7 @@ export interface TestClientOptions {
   onRound?: (round: number, inputRequests: Record<string, InputRequest>) => void
 }
 
-/** Per-call additions: `_meta` fields (say `progressToken`) and HTTP headers. */
+/** Per-call additions: `_meta` fields (say `progressToken`) and HTTP headers (which win over the client's `headers`). */
 export interface CallOptions {
   meta?: JsonObject
   headers?: Record<string, string>
@@ -233,8 +236,11 @@ class Client implements TestClient {
       'io.modelcontextprotocol/clientInfo': o.clientInfo ?? { name: 'mocapi-test-client', version: '1.0.0' },
       ...options.meta,
     }
+    for (const given of [o.headers, options.headers]) {
+      for (const [header, value] of Object.entries(given ?? {})) headers[header.toLowerCase()] = value
+    }
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.#nextId++, method, params: { ...params, _meta: meta } })
-    const raw = await this.#transport({ ...headers, ...o.headers, ...options.headers }, body)
+    const raw = await this.#transport(headers, body)
     return readReply(raw, (message) => {
       notifications.push(message as Notification)
       o.onNotification?.(message as Notification)
@@ -242,13 +248,34 @@ class Client implements TestClient {
   }
 }
 
+/** Where a test client sends requests: a Fastify app (through `inject`, no port) or the URL of an endpoint. */
+export type TestTarget = FastifyInstance | string | URL
+
+function transportOf (target: TestTarget, path: string): Transport {
+  if (typeof target === 'string' || target instanceof URL) return httpTransport(new URL(target))
+  if (typeof target?.inject !== 'function') throw new TypeError(`createTestClient takes Fastify apps and URLs, got ${String(target)}`)
+  return injectTransport(target, path)
+}
+
+/** Each request to the next transport in turn, as a round-robin load balancer does. */
+function roundRobin (transports: Transport[]): Transport {
+  let next = 0
+  return (headers, body) => {
+    const transport = transports[next]
+    next = (next + 1) % transports.length
+    return transport(headers, body)
+  }
+}
+
 /**
- * A client of an MCP 2026-07-28 server: a Fastify app (reached through `inject`, no port)
- * or the URL of its endpoint (reached with `fetch`, JSON and event-stream replies alike).
+ * A client of an MCP 2026-07-28 server: a Fastify app (reached through `inject`, no port) or the
+ * URL of its endpoint (over HTTP, JSON and event-stream replies alike). Given several apps or URLs,
+ * or a mix, it sends each HTTP request to the next one in turn, so the rounds of one call land on
+ * different nodes, as behind a round-robin load balancer; the apps must share their
+ * `requestState` keys. `createTestClient([appA, appB])`.
  */
-export function createTestClient (target: FastifyInstance | string | URL, options: TestClientOptions = {}): TestClient {
-  const transport = typeof target === 'string' || target instanceof URL
-    ? fetchTransport(new URL(target))
-    : injectTransport(target, options.path ?? '/mcp')
-  return new Client(transport, options)
+export function createTestClient (target: TestTarget | readonly TestTarget[], options: TestClientOptions = {}): TestClient {
+  const targets: readonly TestTarget[] = Array.isArray(target) ? target : [target as TestTarget]
+  if (targets.length === 0) throw new TypeError('createTestClient needs at least one Fastify app or URL')
+  return new Client(roundRobin(targets.map((one) => transportOf(one, options.path ?? '/mcp'))), options)
 }

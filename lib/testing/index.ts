@@ -2,16 +2,18 @@
  * `mocapi/testing`: a client for testing MCP 2026-07-28 servers, mocapi's or any other.
  *
  * ```ts
- * const client = createTestClient(app)   // a Fastify app (inject) or an endpoint URL (fetch)
+ * const client = createTestClient(app)   // a Fastify app (inject), an endpoint URL, or several in turn
  * const { result, rounds } = await client.callTool('book_flight', { to: 'Lisbon' },
  *   (request) => request.kind === 'elicit' ? accept({ confirm: true, cabin: 'economy' }) : decline())
+ * t.equal(textOf(result), 'Booked economy to Lisbon')
  * ```
  */
 export {
   createTestClient, McpClientError,
-  type TestClient, type TestClientOptions, type CallOptions, type Outcome, type Round, type Notification,
+  type TestClient, type TestClientOptions, type TestTarget, type CallOptions, type Outcome, type Round, type Notification,
   type ReadResourceResult, type ListedTool,
 } from './client.js'
+export { textOf } from './text.js'
 export {
   accept, decline, cancel, sampled, roots, answers, byKind,
   type Answers, type AnswerFunction, type AnswerOf, type KindHandlers, type QueuedAnswer, type InputRequestView,

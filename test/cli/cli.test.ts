@@ -2,10 +2,10 @@ import t from 'tap'
 import Fastify from 'fastify'
 import { spawn, spawnSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
-import { PassThrough } from 'node:stream'
 import { requestedSchema } from '../../lib/index.js'
-import { blockText, main, notificationText, processIo, toolLine } from '../../lib/cli/main.js'
+import { blockText, notificationText, processIo, toolLine } from '../../lib/cli/main.js'
 import { build } from '../helpers.js'
+import { run } from './run.js'
 
 type Test = Parameters<typeof build>[0]
 
@@ -67,23 +67,6 @@ async function server (t: Test): Promise<string> {
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
-}
-
-function collect () {
-  const stream = new PassThrough()
-  let text = ''
-  stream.on('data', (chunk) => { text += chunk })
-  return { stream, text: () => text }
-}
-
-/** Runs the CLI in this process with `lines` on its stdin. */
-async function run (argv: string[], lines: string[] = [], env: Record<string, string> = {}) {
-  const stdin = new PassThrough()
-  const stdout = collect()
-  const stderr = collect()
-  stdin.end(lines.map((line) => `${line}\n`).join(''))
-  const code = await main(argv, { stdin, stdout: stdout.stream, stderr: stderr.stream, env })
-  return { code, stdout: stdout.text(), stderr: stderr.text() }
 }
 
 /** Runs the CLI as its own process, writing `lines` to its stdin one at a time. */
@@ -199,9 +182,28 @@ t.test('server errors exit 1, and --json prints them as one line', async (t) => 
 
 t.test('the token: --token, MOCAPI_TOKEN, and a refusal', async (t) => {
   const url = await server(t)
+  const refused = 'mocapi: HTTP 401: Bad token — the server refused the bearer token (from --token, or MOCAPI_TOKEN)\n'
   t.equal((await run(['call', url, 'quiet', '--token', 'ok'])).code, 0)
-  t.same(await run(['call', url, 'quiet', '--token', 'bad']), { code: 1, stdout: '', stderr: 'mocapi: HTTP 401: Bad token\n' })
-  t.same(await run(['tools', url], [], { MOCAPI_TOKEN: 'bad' }), { code: 1, stdout: '', stderr: 'mocapi: HTTP 401: Bad token\n' })
+  t.same(await run(['call', url, 'quiet', '--token', 'bad']), { code: 1, stdout: '', stderr: refused })
+  t.same(await run(['tools', url], [], { MOCAPI_TOKEN: 'bad' }), { code: 1, stdout: '', stderr: refused })
+})
+
+t.test('a 401 without a token suggests --token', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.headers.authorization !== 'Bearer s3cret') return reply.code(401).send({ statusCode: 401, error: 'Unauthorized', message: 'Missing token' })
+    })
+    app.mcp.tool({ name: 'who' }, () => 'you')
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+  const hint = 'mocapi: HTTP 401: Missing token — the server wants credentials: pass --token <bearer token> (or set MOCAPI_TOKEN)\n'
+  t.same(await run(['call', url, 'who']), { code: 1, stdout: '', stderr: hint })
+  t.same(await run(['tools', url]), { code: 1, stdout: '', stderr: hint })
+  const json = await run(['call', url, 'who', '--json'])
+  t.equal(json.stderr, hint)
+  t.same(JSON.parse(json.stdout), { error: { message: 'HTTP 401: Missing token', data: { statusCode: 401, error: 'Unauthorized', message: 'Missing token' }, status: 401 } })
+  t.equal((await run(['call', url, 'who'], [], { MOCAPI_TOKEN: 's3cret' })).stdout, 'you\n')
 })
 
 t.test('a server that cannot be reached', async (t) => {
@@ -211,7 +213,7 @@ t.test('a server that cannot be reached', async (t) => {
   await app.close()
   const { code, stderr } = await run(['call', `http://127.0.0.1:${port}/mcp`, 'x'])
   t.equal(code, 1)
-  t.match(stderr, /^mocapi: fetch failed: connect ECONNREFUSED/)
+  t.match(stderr, /^mocapi: connect ECONNREFUSED 127\.0\.0\.1:\d+\n$/)
   const json = await run(['call', `http://127.0.0.1:${port}/mcp`, 'x', '--json'])
   t.equal(json.code, 1)
   t.equal(json.stdout, '', 'only server replies print as JSON')
@@ -257,6 +259,7 @@ t.test('lines for blocks, notifications and tools', async (t) => {
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 3 } }), 'progress 3')
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hi' } }), '[info] hi')
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'error', logger: 'db', data: { n: 1 } } }), '[error] db: {"n":1}')
+  t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'debug' } }), '[debug] null')
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/other' }), 'notifications/other')
   t.equal(toolLine({ name: 'x', inputSchema: { type: 'object', properties: { a: {} } } }), 'x(a?: any)')
 })

@@ -63,6 +63,16 @@ t.test('hints, defaults and odd schemas from other servers', async (t) => {
   t.equal(field({}).kind, 'string')
   t.equal(promptOf(field({ type: 'string', title: 'Name' })), '  Name: ')
   t.same(fieldsOf({}), [])
+  t.equal(promptOf(field({ type: 'array', items: { enum: ['a'] }, default: 'a' })), '  f (numbers separated by commas) [a]: ', 'a default that is not a list shows as is')
+})
+
+t.test('what the server wrote shows on one line, controls made visible', async (t) => {
+  const odd = field({ type: 'string', title: 'Name\x1b[2K\r', format: 'x\ny', default: 'd\u202e', description: 'one\x1b]52;c;aGk=\x07\ntwo' })
+  t.equal(promptOf(odd), '  Name␛␍ (x␊y) [d\\u202e]: ')
+  t.same(introOf(odd), ['  one␛', '  two'])
+  const choices = field({ type: 'string', oneOf: [{ const: 'a', title: 'A\n    2) B' }, { const: 'b\x9b2J' }], default: 'b\x9b2J' })
+  t.same(introOf(choices), ['    1) A␊    2) B', '    2) b␛'])
+  t.equal(promptOf(choices), '  f (1-2) [b␛]: ')
 })
 
 t.test('strings: lengths and formats', async (t) => {

@@ -1,5 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
+import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { requestedSchema } from '../../lib/index.js'
 import {
@@ -283,6 +284,94 @@ t.test('options: protocol version, client info, token and headers reach the serv
   })
   const old = createTestClient(app, { protocolVersion: '2025-06-18' })
   await t.rejects(old.request('tools/list'), { code: -32022, status: 400, data: { requested: '2025-06-18' } })
+})
+
+t.test('headers the user sets win, whatever their case, host included, through inject and over HTTP', async (t) => {
+  const seen: Array<Record<string, unknown>> = []
+  const server = () => build(t, { allowedHosts: ['mcp.example.com'] }, (app) => {
+    app.addHook('onRequest', async (request) => { seen.push(request.headers) })
+    app.mcp.tool({ name: 'where' }, (_args, ctx) => ctx.request.host)
+  })
+  const listening = await server()
+  await listening.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(listening.server.address() as AddressInfo).port}/mcp`
+  for (const [how, target] of [['inject', await server()], ['url', url]] as const) {
+    seen.length = 0
+    const client = createTestClient(target, { token: 'T0K', headers: { Host: 'mcp.example.com', Authorization: 'Basic YTpi', 'X-Tenant': 'acme' } })
+    const { result } = await client.callTool('where', {}, undefined, { headers: { 'x-tenant': 'beta' } })
+    t.same(result.content, [{ type: 'text', text: 'mcp.example.com' }], how)
+    t.match(seen[0], { host: 'mcp.example.com', authorization: 'Basic YTpi', 'x-tenant': 'beta' })
+  }
+  // So a test of the Host check over a real socket can play a DNS-rebinding page.
+  await t.rejects(createTestClient(url, { headers: { host: 'evil.example' } }).callTool('where'),
+    { status: 403, message: /^Host not allowed: "evil.example"/ })
+})
+
+t.test('an https URL is reached over TLS', async (t) => {
+  const app = await build(t)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const client = createTestClient(`https://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`)
+  await t.rejects(client.request('server/discover'), { code: 'EPROTO' }, 'a plain HTTP server cannot answer a TLS handshake')
+})
+
+/** A node of a small fleet, recording in `served` each request it serves; nodes share the requestState key unless given another. */
+async function node (t: Test, name: string, served: string[], key = KEY) {
+  return build(t, { requestState: { keys: [key] } }, (app) => {
+    app.addHook('onRequest', async () => { served.push(name) })
+    app.mcp.tool({ name: 'book' }, async (_args, ctx) => {
+      const answer = await ctx.elicit('Which cabin?', trip)
+      return `${answer.action === 'accept' ? answer.content.cabin : answer.action}, finished on ${name}`
+    })
+    app.mcp.tool({ name: 'book_twice' }, async (_args, ctx) => {
+      const first = await ctx.elicit('Which cabin?', trip)
+      const second = await ctx.elicit('Which seat?', seat)
+      const answers = [first, second].map((a) => a.action === 'accept' ? Object.values(a.content).join('/') : a.action)
+      return `${answers.join(' + ')}, finished on ${name}`
+    })
+  })
+}
+
+t.test('two apps sharing a key take the rounds of one call in turn', async (t) => {
+  const served: string[] = []
+  const client = createTestClient([await node(t, 'a', served), await node(t, 'b', served)])
+  const { result, rounds } = await client.callTool('book', {}, [accept({ confirm: true, cabin: 'business' })])
+  t.same(served, ['a', 'b'], 'round 1 asked by a, round 2 served by b')
+  t.equal(rounds.length, 1)
+  t.same(result.content, [{ type: 'text', text: 'business, finished on b' }], 'b read the answer a asked for from the token')
+  const again = await client.callTool('book', {}, [decline()])
+  t.same(served, ['a', 'b', 'a', 'b'], 'the turn goes on across calls')
+  t.same(again.result.content, [{ type: 'text', text: 'decline, finished on b' }])
+})
+
+t.test('URLs, and a mix of apps and URLs, in turn', async (t) => {
+  const served: string[] = []
+  const urls: string[] = []
+  for (const name of ['a', 'b', 'c']) {
+    const app = await node(t, name, served)
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    urls.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`)
+  }
+  const answers = [accept({ confirm: true, cabin: 'economy' }), accept({ seat: 'window' })]
+  const fleet = await createTestClient(urls).callTool('book_twice', {}, answers)
+  t.same(served, ['a', 'b', 'c'])
+  t.same(fleet.result.content, [{ type: 'text', text: 'true/economy + window, finished on c' }])
+  served.length = 0
+  const mixed = await createTestClient([await node(t, 'inject', served), new URL(urls[1])]).callTool('book_twice', {}, answers)
+  t.same(served, ['inject', 'b', 'inject'])
+  t.same(mixed.result.content, [{ type: 'text', text: 'true/economy + window, finished on inject' }])
+})
+
+t.test('apps with different keys refuse each other\'s requestState', async (t) => {
+  const served: string[] = []
+  const client = createTestClient([await node(t, 'a', served), await node(t, 'b', served, randomBytes(32).toString('base64'))])
+  await t.rejects(client.callTool('book', {}, [accept({ confirm: true, cabin: 'economy' })]), { code: -32602, rounds: [{}] })
+  t.same(served, ['a', 'b'])
+})
+
+t.test('a list of targets needs at least one, and only apps and URLs', async (t) => {
+  t.throws(() => createTestClient([]), new TypeError('createTestClient needs at least one Fastify app or URL'))
+  t.throws(() => createTestClient([3000 as unknown as string]), new TypeError('createTestClient takes Fastify apps and URLs, got 3000'))
+  t.throws(() => createTestClient(null as unknown as string), { name: 'TypeError', message: 'createTestClient takes Fastify apps and URLs, got null' })
 })
 
 t.test('a mocapi app mounted elsewhere is reached with the path option', async (t) => {
