@@ -5,7 +5,7 @@ import { once } from 'node:events'
 import { connect, createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createClient } from 'redis'
-import mocapi, { type BusEvent, type ChangeEvent } from '../../lib/index.js'
+import mocapi, { type BusEvent } from '../../lib/index.js'
 import { KEY, listen } from '../helpers.js'
 
 /** Why the Redis tests cannot run here, or `undefined` when they can. */

@@ -1,0 +1,187 @@
+/**
+ * Server-to-client requests of 2025-era calls: sent on the call's event stream, answered by the
+ * client in POSTs of their own that may reach any node, and routed over the bus to the node that
+ * waits. Nothing is stored but the calls waiting on this node.
+ *
+ * A request's JSON-RPC id names the node, the call and the request: `<node>.<call>.<n>`, the node
+ * and call parts random. An answer is accepted only from the session and the caller of its call.
+ */
+import { randomBytes } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import type { NotificationBus } from '../features/subscriptions.js'
+import type { InputRequest, JsonObject } from '../protocol/wire.js'
+import { isPlainObject } from '../protocol/wire.js'
+
+/** How long a node that forwarded an answer waits for the waiting node to take it, in ms. */
+export const ACK_TIMEOUT_MS = 5_000
+
+/** Who may answer: the session and the caller of the call. */
+export interface Asker {
+  session: string
+  principal: string | null
+}
+
+/** A JSON-RPC response a client POSTed. */
+export interface ClientResponse {
+  id: string | number
+  result: unknown
+  error: unknown
+}
+
+/** How the wait for a round's answers ended. */
+export type RoundOutcome =
+  | { kind: 'answered', responses: JsonObject, errors: Array<{ key: string, method: string, error: unknown }> }
+  | { kind: 'timeout' }
+  | { kind: 'aborted', reason: unknown }
+
+/** What became of a client's answer: taken by its call, or not (no such call, or not the client's to answer). */
+export type Delivery = 'accepted' | 'refused'
+
+interface Waiting {
+  asker: Asker
+  /** The input key of each request still unanswered, by its number. */
+  pending: Map<string, { key: string, method: string }>
+  responses: JsonObject
+  errors: Array<{ key: string, method: string, error: unknown }>
+  done: (outcome: RoundOutcome) => void
+}
+
+interface Forwarded {
+  t: 'answer'
+  id: string
+  from: string
+  ticket: string
+  asker: Asker
+  result: unknown
+  error: unknown
+}
+
+/** Whether a message from the bus is an answer forwarded by another node. */
+function isForwarded (message: unknown): message is Forwarded {
+  if (!isPlainObject(message) || message.t !== 'answer') return false
+  const { id, from, ticket, asker } = message
+  return typeof id === 'string' && typeof from === 'string' && typeof ticket === 'string' && isPlainObject(asker) &&
+    typeof asker.session === 'string' && (asker.principal === null || typeof asker.principal === 'string')
+}
+
+/**
+ * The server-to-client requests of one registration's 2025-era calls, and their answers. One per
+ * node: `node` names it on the bus.
+ */
+export class Exchange {
+  /** This node's name in request ids and on the bus. */
+  readonly node = randomBytes(9).toString('base64url')
+  readonly #bus: NotificationBus
+  readonly #log: FastifyBaseLogger
+  readonly #timeout: number
+  readonly #calls = new Map<string, Waiting>()
+  readonly #tickets = new Map<string, (delivery: Delivery) => void>()
+  #stop: (() => void) | undefined
+
+  constructor (bus: NotificationBus, log: FastifyBaseLogger, timeout: number) {
+    this.#bus = bus
+    this.#log = log
+    this.#timeout = timeout
+  }
+
+  /** Whether answers can reach this node from other nodes: the bus routes messages. */
+  get routed (): boolean {
+    return typeof this.#bus.send === 'function' && typeof this.#bus.receive === 'function'
+  }
+
+  /** Starts taking answers forwarded by other nodes. */
+  async start (): Promise<void> {
+    if (!this.routed) return
+    this.#stop = await (this.#bus.receive as NonNullable<NotificationBus['receive']>)(this.node, (message) => this.#received(message))
+  }
+
+  stop (): void {
+    this.#stop?.()
+    for (const waiting of this.#calls.values()) waiting.done({ kind: 'aborted', reason: new Error('the server is closing') })
+  }
+
+  /**
+   * Sends a round's input requests to the client, each with an id of its own, through `send`,
+   * and waits for every answer, for `timeout` ms at most, or until `signal` aborts.
+   */
+  ask (asker: Asker, inputRequests: Record<string, InputRequest>, send: (request: object) => boolean, signal: AbortSignal,
+    params: (request: InputRequest, id: string) => JsonObject): Promise<RoundOutcome> {
+    if (signal.aborted) return Promise.resolve({ kind: 'aborted', reason: signal.reason })
+    const call = randomBytes(12).toString('base64url')
+    return new Promise<RoundOutcome>((resolve) => {
+      const finish = (outcome: RoundOutcome): void => {
+        if (!this.#calls.delete(call)) return
+        clearTimeout(timer)
+        signal.removeEventListener('abort', onAbort)
+        resolve(outcome)
+      }
+      const onAbort = (): void => finish({ kind: 'aborted', reason: signal.reason })
+      this.#calls.set(call, { asker, pending: new Map(), responses: Object.create(null) as JsonObject, errors: [], done: finish })
+      const timer = setTimeout(() => finish({ kind: 'timeout' }), this.#timeout)
+      signal.addEventListener('abort', onAbort)
+      const waiting = this.#calls.get(call) as Waiting
+      let n = 0
+      for (const key of Object.keys(inputRequests)) {
+        const request = inputRequests[key]
+        const id = `${this.node}.${call}.${n}`
+        waiting.pending.set(String(n++), { key, method: request.method })
+        if (!send({ jsonrpc: '2.0', id, method: request.method, params: params(request, id) })) return finish({ kind: 'aborted', reason: new Error('the client went away') })
+      }
+    })
+  }
+
+  /** Takes an answer a client POSTed to this node: for a call here, or forwarded to the node that waits. */
+  async answer (response: ClientResponse, asker: Asker): Promise<Delivery> {
+    const parts = typeof response.id === 'string' ? response.id.split('.') : []
+    if (parts.length !== 3) return 'refused'
+    const [node, call, n] = parts
+    if (node === this.node) return this.#take(call, n, asker, response)
+    if (!this.routed) return 'refused'
+    const ticket = randomBytes(12).toString('base64url')
+    return new Promise<Delivery>((resolve) => {
+      const timer = setTimeout(() => settle('refused'), ACK_TIMEOUT_MS)
+      const settle = (delivery: Delivery): void => {
+        clearTimeout(timer)
+        this.#tickets.delete(ticket)
+        resolve(delivery)
+      }
+      this.#tickets.set(ticket, settle)
+      const message: Forwarded = { t: 'answer', id: response.id as string, from: this.node, ticket, asker, result: response.result, error: response.error }
+      ;(this.#bus.send as NonNullable<NotificationBus['send']>)(node, message).then((received) => {
+        // No node listens as `node`: it is gone, and its calls with it.
+        if (!received) settle('refused')
+      }, (error: unknown) => {
+        this.#log.error({ err: error }, 'mocapi could not forward a client\'s answer over the bus')
+        settle('refused')
+      })
+    })
+  }
+
+  /** Gives an answer to the call waiting for it on this node. */
+  #take (call: string, n: string, asker: Asker, response: { result: unknown, error: unknown }): Delivery {
+    const waiting = this.#calls.get(call)
+    if (waiting === undefined || waiting.asker.session !== asker.session || waiting.asker.principal !== asker.principal) return 'refused'
+    const request = waiting.pending.get(n)
+    if (request === undefined) return 'refused'
+    waiting.pending.delete(n)
+    if (response.error !== undefined) waiting.errors.push({ key: request.key, method: request.method, error: response.error })
+    else Object.defineProperty(waiting.responses, request.key, { value: response.result, enumerable: true, writable: true, configurable: true })
+    if (waiting.pending.size === 0) waiting.done({ kind: 'answered', responses: waiting.responses, errors: waiting.errors })
+    return 'accepted'
+  }
+
+  /** A message from the bus: an answer forwarded to this node, or what became of one this node forwarded. */
+  #received (message: object): void {
+    if (isForwarded(message)) {
+      const [, call, n] = message.id.split('.')
+      const delivery = this.#take(call, n ?? '', message.asker, message)
+      ;(this.#bus.send as NonNullable<NotificationBus['send']>)(message.from, { t: 'ack', ticket: message.ticket, delivery })
+        .catch((error: unknown) => this.#log.error({ err: error }, 'mocapi could not acknowledge a forwarded answer over the bus'))
+      return
+    }
+    const ack = message as { t?: unknown, ticket?: unknown, delivery?: unknown }
+    if (ack.t === 'ack' && typeof ack.ticket === 'string' && (ack.delivery === 'accepted' || ack.delivery === 'refused')) {
+      this.#tickets.get(ack.ticket)?.(ack.delivery)
+    }
+  }
+}
