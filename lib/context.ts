@@ -23,6 +23,8 @@ export interface ClientState {
   readonly info: Implementation | undefined
   /** The least severe log level the client wants, or undefined for none. */
   readonly logLevel: LoggingLevel | undefined
+  /** The id of its 2025-era session; undefined for a 2026-07-28 request or a 2025-era one without a session. */
+  readonly session?: string
 }
 
 /**
@@ -110,6 +112,7 @@ let bind: (ctx: McpContext, target: AskTarget | undefined, round: number) => voi
 let stateOf: (ctx: McpContext) => PrincipalState
 let streamOfContext: (ctx: McpContext) => NotificationStream
 let roundOfContext: (ctx: McpContext) => number
+let clientOfContext: (ctx: McpContext) => ClientState
 
 /**
  * The per-request MCP context: `request.mcp`, and the `ctx` every handler receives.
@@ -145,6 +148,7 @@ export class McpContext {
     stateOf = (ctx) => ctx.#principalState
     streamOfContext = (ctx) => ctx.#stream
     roundOfContext = (ctx) => ctx.#round
+    clientOfContext = (ctx) => ctx.#client
   }
 
   /** @internal made by mocapi's transport for each request */
@@ -329,4 +333,9 @@ export function principalState (ctx: McpContext): PrincipalState {
 /** The reply stream of a context's request, for the methods that stream (subscriptions). */
 export function streamOf (ctx: McpContext): NotificationStream {
   return streamOfContext(ctx)
+}
+
+/** What the client of a context told the server about itself (its session, for a 2025-era client). */
+export function clientOf (ctx: McpContext): ClientState {
+  return clientOfContext(ctx)
 }

@@ -6,7 +6,7 @@ import {
 import { InvalidOptionError } from './errors.js'
 import type { NotificationBus } from './features/subscriptions.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './mrtr/codec.js'
-import { PROTOCOL_VERSION } from './protocol/wire.js'
+import { LEGACY_VERSIONS, PROTOCOL_VERSION } from './protocol/wire.js'
 import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'
 import { MOCAPI_VERSION } from './version.js'
 
@@ -82,6 +82,19 @@ export interface MocapiOptions {
    * (`'expose'`, the default), or a generic text (`'generic'`). The detail is logged either way.
    */
   errors?: 'expose' | 'generic'
+  /**
+   * Clients of the 2025 revisions (2025-11-25, 2025-06-18, 2025-03-26), which open with
+   * `initialize`: served on the same endpoint (`'serve'`, the default), or refused with HTTP 400
+   * and -32022 naming the versions served (`'reject'`).
+   */
+  legacy?: 'serve' | 'reject'
+  /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
+  session?: {
+    /** How long a session id stays valid, in ms; the client then starts a new session. Default 86 400 000 (a day). */
+    ttl?: number
+    /** How long a 2025-era call waits for the client's answer to an elicitation, sampling or roots request, in ms. Default 300 000. */
+    answerTimeout?: number
+  }
 }
 
 export interface ResolvedOptions {
@@ -102,6 +115,9 @@ export interface ResolvedOptions {
   limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number }
   shutdownGrace: number
   exposeErrors: boolean
+  legacy: boolean
+  sessionTtl: number
+  answerTimeout: number
   bus: NotificationBus | undefined
   protectedResource: ProtectedResourceOptions | undefined
 }
@@ -116,13 +132,16 @@ export const DEFAULT_STREAMS = 512
 export const DEFAULT_STREAMS_PER_CALLER = 16
 export const DEFAULT_SUBSCRIPTION_URIS = 256
 export const DEFAULT_SHUTDOWN_GRACE = 10_000
+export const DEFAULT_SESSION_TTL = 86_400_000
+export const DEFAULT_ANSWER_TIMEOUT = 300_000
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'session'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
+const KNOWN_SESSION = new Set(['ttl', 'answerTimeout'])
 
 function serverInfoOf (value: unknown): ResolvedOptions['serverInfo'] {
   if (value === undefined) return { name: 'mocapi', version: MOCAPI_VERSION }
@@ -153,6 +172,9 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
   knownFields(cache, KNOWN_CACHE, 'cache.')
   const limits = plainObject(o.limits ?? {}, 'limits')
   knownFields(limits, KNOWN_LIMITS, 'limits.')
+  const session = plainObject(o.session ?? {}, 'session')
+  knownFields(session, KNOWN_SESSION, 'session.')
+  const legacy = oneOf(o.legacy, ['serve', 'reject'], 'legacy', 'serve') === 'serve'
 
   const bus = o.bus
   if (bus !== undefined && (!isPlainObject(bus) || typeof bus.publish !== 'function' || typeof bus.subscribe !== 'function')) {
@@ -163,7 +185,7 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     path,
     serverInfo: serverInfoOf(o.serverInfo),
     instructions: optionalString(o.instructions, 'instructions'),
-    supportedVersions: [PROTOCOL_VERSION],
+    supportedVersions: legacy ? [PROTOCOL_VERSION, ...LEGACY_VERSIONS] : [PROTOCOL_VERSION],
     keys: rs.keys as string[] | undefined,
     ttl: positiveInteger(rs.ttl, 'requestState.ttl', DEFAULT_TTL),
     maxRounds: positiveInteger(rs.maxRounds, 'requestState.maxRounds', DEFAULT_MAX_ROUNDS),
@@ -187,6 +209,9 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     },
     shutdownGrace: positiveInteger(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',
+    legacy,
+    sessionTtl: positiveInteger(session.ttl, 'session.ttl', DEFAULT_SESSION_TTL),
+    answerTimeout: positiveInteger(session.answerTimeout, 'session.answerTimeout', DEFAULT_ANSWER_TIMEOUT),
     bus: bus as NotificationBus | undefined,
     protectedResource: resolveProtectedResource(o.protectedResource),
   }

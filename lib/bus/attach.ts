@@ -55,13 +55,34 @@ export class BusLink {
     })
   }
 
-  /** Starts delivering the bus's changes to `deliver`, in the background. */
-  attach (deliver: (event: BusEvent) => void): void {
+  /** Whether the bus carries messages from node to node (2025-era answers across a fleet). */
+  get routed (): boolean {
+    return typeof this.#bus.send === 'function' && typeof this.#bus.receive === 'function'
+  }
+
+  /** Sends a message to one node; resolves whether a node received it. */
+  send (node: string, message: object): Promise<boolean> {
+    return (this.#bus.send as NonNullable<NotificationBus['send']>)(node, message)
+  }
+
+  /**
+   * Starts delivering the bus's events to `deliver`, and the messages sent to `receiver.node`
+   * to `receiver.listener` when the bus routes them, in the background.
+   */
+  attach (deliver: (event: BusEvent) => void, receiver?: { node: string, listener: (message: object) => void }): void {
     const started = Date.now()
     this.#nag = setTimeout(() => this.#stillDown(started), this.#timing.late)
     this.#nag.unref()
     this.#attached = Promise.resolve()
-      .then(() => this.#bus.subscribe(deliver))
+      .then(async () => {
+        const unsubscribe = await this.#bus.subscribe(deliver)
+        if (receiver === undefined || !this.routed) return unsubscribe
+        const stop = await (this.#bus.receive as NonNullable<NotificationBus['receive']>)(receiver.node, receiver.listener)
+        return () => {
+          unsubscribe()
+          stop()
+        }
+      })
       .then((unsubscribe) => {
         clearTimeout(this.#nag)
         if (this.#closed) return unsubscribe()

@@ -8,7 +8,6 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
-import type { NotificationBus } from '../features/subscriptions.js'
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
 import { isPlainObject } from '../protocol/wire.js'
 
@@ -64,40 +63,35 @@ function isForwarded (message: unknown): message is Forwarded {
     typeof asker.session === 'string' && (asker.principal === null || typeof asker.principal === 'string')
 }
 
+/** How the exchange reaches other nodes: the plugin's link to its bus. */
+export interface Link {
+  /** Whether the bus carries messages from node to node. */
+  readonly routed: boolean
+  send (node: string, message: object): Promise<boolean>
+}
+
 /**
  * The server-to-client requests of one registration's 2025-era calls, and their answers. One per
- * node: `node` names it on the bus.
+ * node: `node` names it on the bus, whose messages to it go to `received`.
  */
 export class Exchange {
   /** This node's name in request ids and on the bus. */
   readonly node = randomBytes(9).toString('base64url')
-  readonly #bus: NotificationBus
+  readonly #link: Link
   readonly #log: FastifyBaseLogger
   readonly #timeout: number
   readonly #calls = new Map<string, Waiting>()
   readonly #tickets = new Map<string, (delivery: Delivery) => void>()
-  #stop: (() => void) | undefined
 
-  constructor (bus: NotificationBus, log: FastifyBaseLogger, timeout: number) {
-    this.#bus = bus
+  constructor (link: Link, log: FastifyBaseLogger, timeout: number) {
+    this.#link = link
     this.#log = log
     this.#timeout = timeout
   }
 
-  /** Whether answers can reach this node from other nodes: the bus routes messages. */
-  get routed (): boolean {
-    return typeof this.#bus.send === 'function' && typeof this.#bus.receive === 'function'
-  }
-
-  /** Starts taking answers forwarded by other nodes. */
-  async start (): Promise<void> {
-    if (!this.routed) return
-    this.#stop = await (this.#bus.receive as NonNullable<NotificationBus['receive']>)(this.node, (message) => this.#received(message))
-  }
-
+  /** Ends every wait: the server is closing. */
   stop (): void {
-    this.#stop?.()
-    for (const waiting of this.#calls.values()) waiting.done({ kind: 'aborted', reason: new Error('the server is closing') })
+    for (const waiting of [...this.#calls.values()]) waiting.done({ kind: 'aborted', reason: new Error('the server is shutting down') })
   }
 
   /**
@@ -136,7 +130,7 @@ export class Exchange {
     if (parts.length !== 3) return 'refused'
     const [node, call, n] = parts
     if (node === this.node) return this.#take(call, n, asker, response)
-    if (!this.routed) return 'refused'
+    if (!this.#link.routed) return 'refused'
     const ticket = randomBytes(12).toString('base64url')
     return new Promise<Delivery>((resolve) => {
       const timer = setTimeout(() => settle('refused'), ACK_TIMEOUT_MS)
@@ -147,7 +141,7 @@ export class Exchange {
       }
       this.#tickets.set(ticket, settle)
       const message: Forwarded = { t: 'answer', id: response.id as string, from: this.node, ticket, asker, result: response.result, error: response.error }
-      ;(this.#bus.send as NonNullable<NotificationBus['send']>)(node, message).then((received) => {
+      this.#link.send(node, message).then((received) => {
         // No node listens as `node`: it is gone, and its calls with it.
         if (!received) settle('refused')
       }, (error: unknown) => {
@@ -171,11 +165,11 @@ export class Exchange {
   }
 
   /** A message from the bus: an answer forwarded to this node, or what became of one this node forwarded. */
-  #received (message: object): void {
+  received (message: object): void {
     if (isForwarded(message)) {
       const [, call, n] = message.id.split('.')
       const delivery = this.#take(call, n ?? '', message.asker, message)
-      ;(this.#bus.send as NonNullable<NotificationBus['send']>)(message.from, { t: 'ack', ticket: message.ticket, delivery })
+      this.#link.send(message.from, { t: 'ack', ticket: message.ticket, delivery })
         .catch((error: unknown) => this.#log.error({ err: error }, 'mocapi could not acknowledge a forwarded answer over the bus'))
       return
     }
