@@ -32,7 +32,7 @@ t.test('app.close() lets in-flight calls finish, streams included', async (t) =>
   const closed = app.close()
   const slowReply = await slow
   t.equal(slowReply.headers.get('connection'), 'close', 'a reply sent while closing releases its connection')
-  t.same((await slowReply.json()).result.content, [{ type: 'text', text: 'finished' }])
+  t.same((await slowReply.json() as { result: { content: unknown } }).result.content, [{ type: 'text', text: 'finished' }])
   const events = (await (await streaming).text()).split('\n\n').filter(Boolean).map((event) => JSON.parse(event.split('data: ')[1]))
   t.same(events.map((event) => event.method ?? 'response'), ['notifications/progress', 'notifications/progress', 'notifications/progress', 'response'])
   t.same(events.at(-1).result.content, [{ type: 'text', text: 'streamed' }])
