@@ -11,7 +11,6 @@ type Setup = (app: FastifyInstance) => void | Promise<void>
 
 interface Reply { status: number, headers: http.IncomingHttpHeaders, body: string, json: any }
 
-
 /** A mocapi app listening on `address`, on a free port. */
 async function listen (t: Test, options = {}, setup?: Setup, address = '127.0.0.1') {
   const app = await build(t, options, setup)

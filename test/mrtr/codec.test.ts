@@ -423,4 +423,3 @@ t.test('constructor options are validated', async (t) => {
     t.throws(() => new RequestStateCodec(opts as never), { name: 'TypeError', message: new RegExp(message) })
   }
 })
-
