@@ -2,5 +2,5 @@ import neostandard from 'neostandard'
 
 export default neostandard({
   ts: true,
-  ignores: ['dist/**', 'node_modules/**', '.tap/**', 'coverage/**'],
+  ignores: ['dist/**', 'node_modules/**', '.tap/**', 'coverage/**', '.docs-check/**'],
 })
