@@ -3,7 +3,7 @@
  * `PORT=4711 npm run conformance:server` listens on http://127.0.0.1:$PORT/mcp.
  */
 import Fastify from 'fastify'
-import mocapi, { McpError, requestedSchema, type McpContext, type ToolReturn } from '../lib/index.js'
+import mocapi, { McpError, requestedSchema, type McpContext, type RequestedSchemaBuilder, type ToolReturn } from '../lib/index.js'
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
 const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
@@ -152,6 +152,70 @@ export async function conformanceServer (logLevel = 'warn') {
     return `asked ${asks.length} thing(s)`
   })
 
+  // The fixtures of the 2025-11-25 scenarios, which a 2025-era client reaches through initialize and a session.
+  tool('test_tool_with_logging', 'Logs three messages at info while it runs', async (_args, ctx) => {
+    for (const [i, text] of ['Tool execution started', 'Tool processing data', 'Tool execution completed'].entries()) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 50))
+      ctx.log('info', text)
+    }
+    return 'Tool with logging executed successfully'
+  })
+  mcp.tool({
+    name: 'test_sampling',
+    description: 'Asks the client model to answer a prompt',
+    inputSchema: { type: 'object', properties: { prompt: { type: 'string', description: 'The prompt to send to the LLM' } }, required: ['prompt'] },
+  }, async (args: { prompt: string }, ctx) => {
+    const answer = await ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: args.prompt } }], maxTokens: 100 })
+    const text = !Array.isArray(answer.content) && typeof answer.content.text === 'string' ? answer.content.text : JSON.stringify(answer.content)
+    return `LLM response: ${text}`
+  })
+  mcp.tool({
+    name: 'test_elicitation',
+    description: 'Asks the user for their details',
+    inputSchema: { type: 'object', properties: { message: { type: 'string', description: 'The question to ask' } }, required: ['message'] },
+  }, async (args: { message: string }, ctx) => {
+    const answer = await ctx.elicit(args.message, requestedSchema().string('username', { description: 'Your username' }).string('email', { description: 'Your email' }))
+    return `User response: action=${answer.action}, content=${JSON.stringify(answer.action === 'accept' ? answer.content : {})}`
+  })
+  tool('test_elicitation_sep1034_defaults', 'Asks with a default for every kind of field', async (_args, ctx) => {
+    const answer = await ctx.elicit('Please review and update the form fields with defaults', requestedSchema()
+      .string('name', { description: 'User name', default: 'John Doe', optional: true })
+      .integer('age', { description: 'User age', default: 30, optional: true })
+      .number('score', { description: 'User score', default: 95.5, optional: true })
+      .choose('status', ['active', 'inactive', 'pending'], { description: 'User status', default: 'active', optional: true })
+      .boolean('verified', { description: 'Verification status', default: true, optional: true }))
+    return `Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.action === 'accept' ? answer.content : {})}`
+  })
+  // The suite checks the deprecated enumNames form too, which requestedSchema() does not build: this
+  // one schema is written out by hand, in the shape a builder carries it.
+  const enums = {
+    schema: {
+      type: 'object',
+      required: [],
+      properties: {
+        untitledSingle: { type: 'string', description: 'Select one option', enum: ['option1', 'option2', 'option3'] },
+        titledSingle: {
+          type: 'string',
+          description: 'Select one option with titles',
+          oneOf: [{ const: 'value1', title: 'First Option' }, { const: 'value2', title: 'Second Option' }, { const: 'value3', title: 'Third Option' }],
+        },
+        legacyEnum: { type: 'string', description: 'Select one option (legacy)', enum: ['opt1', 'opt2', 'opt3'], enumNames: ['Option One', 'Option Two', 'Option Three'] },
+        untitledMulti: { type: 'array', description: 'Select multiple options', minItems: 1, maxItems: 3, items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
+        titledMulti: {
+          type: 'array',
+          description: 'Select multiple options with titles',
+          minItems: 1,
+          maxItems: 3,
+          items: { anyOf: [{ const: 'value1', title: 'First Choice' }, { const: 'value2', title: 'Second Choice' }, { const: 'value3', title: 'Third Choice' }] },
+        },
+      },
+    },
+  } as unknown as RequestedSchemaBuilder<Record<string, string | string[]>>
+  tool('test_elicitation_sep1330_enums', 'Asks with every kind of select', async (_args, ctx) => {
+    const answer = await ctx.elicit('Please select options from the enum fields', enums)
+    return `Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.action === 'accept' ? answer.content : {})}`
+  })
+
   mcp.prompt({ name: 'test_simple_prompt', description: 'A prompt without arguments' }, () => 'This is a simple prompt for testing.')
   mcp.prompt({
     name: 'test_prompt_with_arguments',
@@ -183,6 +247,8 @@ export async function conformanceServer (logLevel = 'warn') {
     () => 'This is the content of the static text resource.')
   mcp.resource({ uri: 'test://static-binary', name: 'static-binary', description: 'A static PNG', mimeType: 'image/png' },
     () => Buffer.from(PNG, 'base64'))
+  mcp.resource({ uri: 'test://watched-resource', name: 'watched-resource', description: 'A resource clients subscribe to', mimeType: 'text/plain' },
+    () => 'Watched resource content')
   mcp.resourceTemplate({ uriTemplate: 'test://template/{id}/data', name: 'template', description: 'Data by id', mimeType: 'application/json' },
     (_uri, { id }) => JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }))
 

@@ -10,7 +10,10 @@ import { BusLink } from './bus/attach.js'
 import { InProcessBus, Subscriptions, type ChangeEvent } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
 import { SchemaCompiler } from './json-schema.js'
-import { modernMethods } from './methods.js'
+import { Exchange } from './legacy/exchange.js'
+import { SessionHub } from './legacy/hub.js'
+import { SessionCodec } from './legacy/session.js'
+import { legacyMethods, modernMethods } from './methods.js'
 import { RequestStateCodec } from './mrtr/codec.js'
 import { ReplayEngine } from './mrtr/engine.js'
 import { ephemeralKey, keysFromEnv, parseKeys } from './mrtr/keys.js'
@@ -18,6 +21,7 @@ import { KeyRing } from './mrtr/seal.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
 import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
+import { LegacyTransport } from './transport/legacy.js'
 import { mcpRoutes } from './transport/route.js'
 
 declare module 'fastify' {
@@ -48,14 +52,19 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const ring = keyRing(fastify, options.keys)
   const compiler = new SchemaCompiler()
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
-  const engine = new ReplayEngine(codec, options.maxRounds, new FormAnswers(compiler))
+  const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
+  const exchange = new Exchange(bus, fastify.log, options.answerTimeout)
+  const engine = new ReplayEngine(codec, options.maxRounds, new FormAnswers(compiler), exchange)
   const failures = new Failures(options.exposeErrors)
   const tools = new Tools(engine, compiler, failures)
   const prompts = new Prompts(engine, compiler, failures)
   const resources = new Resources(engine, { cache: options.cache.resources, maxUriLength: options.limits.uriLength }, failures)
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility)
-  const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
-  bus.attach((event) => { if (event.kind !== 'session') subscriptions.deliver(event) })
+  const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
+  bus.attach((event) => {
+    if (event.kind === 'session') hub.receive(event)
+    else subscriptions.deliver(event)
+  }, { node: exchange.node, listener: (message) => exchange.received(message) })
   // Registrations made while the app boots are not news to anyone.
   let live = false
   fastify.addHook('onReady', async () => {
@@ -74,6 +83,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   fastify.addHook('preClose', async () => {
     lifecycle.close()
     subscriptions.closeAll()
+    exchange.stop()
   })
   fastify.addHook('onClose', async () => {
     lifecycle.closed()
@@ -84,7 +94,11 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     protectedResource = new ProtectedResource(options.protectedResource, options.path, options.allowedHosts)
     protectedResource.register(fastify)
   }
-  await fastify.register(mcpRoutes({ options, modern: modernMethods(options, features), lifecycle, protectedResource }))
+  const legacy = {
+    dispatcher: legacyMethods(options, features, hub),
+    transport: new LegacyTransport({ options, sessions: new SessionCodec(ring, options.sessionTtl), hub, exchange, subscriptions }),
+  }
+  await fastify.register(mcpRoutes({ options, modern: modernMethods(options, features), legacy, lifecycle, protectedResource }))
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */

@@ -1,6 +1,7 @@
 /** The method tables mocapi serves, over the features of one registration. */
+import { clientOf, type McpContext } from './context.js'
 import { complete } from './features/completions.js'
-import { discover, type Registered } from './features/discover.js'
+import { capabilities, discover, type Registered } from './features/discover.js'
 import type { Failures } from './features/failures.js'
 import { paginate } from './features/pagination.js'
 import type { Prompts } from './features/prompts.js'
@@ -8,10 +9,10 @@ import type { Resources } from './features/resources.js'
 import type { Subscriptions } from './features/subscriptions.js'
 import type { Tools } from './features/tools.js'
 import { McpError, internalError, invalidParams } from './errors.js'
-import type { McpContext } from './context.js'
+import type { SessionHub } from './legacy/hub.js'
 import type { ResolvedOptions } from './options.js'
 import { Dispatcher } from './protocol/dispatch.js'
-import { isPlainObject, type JsonObject } from './protocol/wire.js'
+import { LOGGING_LEVELS, isPlainObject, type JsonObject, type LoggingLevel } from './protocol/wire.js'
 
 export interface Features {
   tools: Tools
@@ -98,5 +99,48 @@ export function modernMethods (options: ResolvedOptions, features: Features): Di
   dispatcher.define('server/discover', { params: {}, run: async () => discover(options, counts) })
   defineShared(dispatcher, options, features)
   dispatcher.define('subscriptions/listen', { params: { notifications: 'object' }, run: (ctx) => features.subscriptions.listen(ctx) })
+  return dispatcher
+}
+
+/**
+ * The method table of the 2025 revisions: the shared methods, and `initialize`, `ping`,
+ * `logging/setLevel` and `resources/subscribe`/`unsubscribe`, which 2026-07-28 removed. What a
+ * session sets after `initialize` goes to the hub, since its sealed id cannot change.
+ */
+export function legacyMethods (options: ResolvedOptions, features: Features, hub: SessionHub): Dispatcher {
+  const dispatcher = new Dispatcher()
+  const counts = registered(features)
+  const session = (ctx: McpContext) => clientOf(ctx).session
+  dispatcher.define('initialize', {
+    params: { protocolVersion: 'string', capabilities: 'object', clientInfo: 'object' },
+    run: async (ctx) => {
+      const result: JsonObject = { protocolVersion: ctx.protocolVersion, capabilities: capabilities(counts), serverInfo: options.serverInfo }
+      if (options.instructions !== undefined) result.instructions = options.instructions
+      return result
+    },
+  })
+  dispatcher.define('ping', { params: {}, run: async () => ({}) })
+  dispatcher.define('logging/setLevel', {
+    params: { level: 'string' },
+    run: async (ctx) => {
+      const level = ctx.params.level as LoggingLevel
+      if (!LOGGING_LEVELS.includes(level)) throw invalidParams(`params.level must be one of ${LOGGING_LEVELS.join(', ')}`)
+      const id = session(ctx)
+      if (id !== undefined) hub.setLevel(id, level)
+      return {}
+    },
+  })
+  for (const [method, on] of [['resources/subscribe', true], ['resources/unsubscribe', false]] as const) {
+    dispatcher.define(method, {
+      params: { uri: 'string' },
+      enabled: () => features.resources.size > 0,
+      run: async (ctx) => {
+        const id = session(ctx)
+        if (id !== undefined) hub.subscribe(id, ctx.params.uri as string, on)
+        return {}
+      },
+    })
+  }
+  defineShared(dispatcher, options, features)
   return dispatcher
 }

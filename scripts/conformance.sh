@@ -26,26 +26,22 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-# The frozen requirement set says what is scored (its server: list) and what runs unscored
-# (not_scored entries of the server leg). All of the latter but the tasks extension run here too:
-# `--suite all --spec-version` runs every scenario of the revision, pending ones included, and no
-# extension. (--requirements would also run the ten tasks scenarios, with no way to leave them out.)
-requirements=$tools/node_modules/@modelcontextprotocol/conformance/requirements/2026-07-28.yaml
-scored=$(awk '/^[^ #]/ { section = $1 } section == "server:" && /^  - / { print $2 }' "$requirements")
-unscored=$(awk '/^[^ #]/ { section = $1 }
-  section == "not_scored:" && /^  - scenario:/ { name = $3; leg = "" }
-  section == "not_scored:" && /^    leg:/ { leg = $2 }
-  section == "not_scored:" && /^    reason:/ && leg == "server" && $2 != "extension" { print name }' "$requirements")
+requirements=$tools/node_modules/@modelcontextprotocol/conformance/requirements
+# The scenarios a frozen requirement set scores: its server: list.
+scored_in () { awk '/^[^ #]/ { section = $1 } section == "server:" && /^  - / { print $2 }' "$requirements/$1.yaml"; }
 
-log=$(mktemp)
-status=0
-"$node22" "$suite" server --url "http://127.0.0.1:$port/mcp" --suite all --spec-version 2026-07-28 "$@" | tee "$log" || status=$?
-
+# One run of the suite; its ✓/✗ summary lines become `mark`, by scenario.
 declare -A mark
-while read -r sign name _; do
-  mark[${name%:}]=$sign
-done < <(grep -E '^[✓✗] [^ ]+: [0-9]+ passed, [0-9]+ failed$' "$log")
-rm -f "$log"
+run () {
+  local log
+  log=$(mktemp)
+  mark=()
+  "$node22" "$suite" server --url "http://127.0.0.1:$port/mcp" "$@" | tee "$log" || true
+  while read -r sign name _; do
+    mark[${name%:}]=$sign
+  done < <(grep -E '^[✓✗] [^ ]+: [0-9]+ passed, [0-9]+ failed$' "$log")
+  rm -f "$log"
+}
 
 count () { # names... -> "passed total", naming each scenario that failed or did not run
   local passed=0 total=0 name
@@ -59,12 +55,33 @@ count () { # names... -> "passed total", naming each scenario that failed or did
   done
   echo "$passed $total"
 }
+
+status=0
+
+# 2026-07-28: the frozen set says what is scored (its server: list) and what runs unscored
+# (not_scored entries of the server leg). All of the latter but the tasks extension run here too:
+# `--suite all --spec-version` runs every scenario of the revision, pending ones included, and no
+# extension. (--requirements would also run the ten tasks scenarios, with no way to leave them out.)
+scored=$(scored_in 2026-07-28)
+unscored=$(awk '/^[^ #]/ { section = $1 }
+  section == "not_scored:" && /^  - scenario:/ { name = $3; leg = "" }
+  section == "not_scored:" && /^    leg:/ { leg = $2 }
+  section == "not_scored:" && /^    reason:/ && leg == "server" && $2 != "extension" { print name }' "$requirements/2026-07-28.yaml")
+run --suite all --spec-version 2026-07-28 "$@"
 # Everything that ran or should have, once, less the tasks extension.
 everything=$( { printf '%s\n' $scored $unscored "${!mark[@]}"; } | { grep -v '^tasks-' || true; } | awk 'NF && !seen[$0]++')
-
 read -r scored_pass scored_total < <(count $scored 2>/dev/null)
 read -r all_pass all_total < <(count $everything)
+if [ "$scored_total" -eq 0 ] || [ "$scored_pass" -ne "$scored_total" ] || [ "$all_pass" -ne "$all_total" ]; then status=1; fi
+
+# 2025-11-25: the same endpoint and fixture server, reached by the suite's 2025-era client
+# (initialize and a session). Its scored set must pass; its unscored scenarios run and are reported.
+legacy=$(scored_in 2025-11-25)
+run --requirements 2025-11-25
+read -r legacy_pass legacy_total < <(count $legacy)
+if [ "$legacy_total" -eq 0 ] || [ "$legacy_pass" -ne "$legacy_total" ]; then status=1; fi
+
 echo "conformance: $scored_pass of $scored_total required scenarios passed"
 echo "conformance 2026-07-28: $all_pass of $all_total scenarios passed (scored and unscored; tasks extension excluded)"
-if [ "$scored_total" -eq 0 ] || [ "$scored_pass" -ne "$scored_total" ] || [ "$all_pass" -ne "$all_total" ]; then status=1; fi
+echo "conformance 2025-11-25: $legacy_pass of $legacy_total required scenarios passed"
 exit $status

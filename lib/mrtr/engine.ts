@@ -1,7 +1,9 @@
-import { bindAsker, principalState, type McpContext } from '../context.js'
+import { bindAsker, clientOf, principalState, streamOf, type McpContext } from '../context.js'
 import type { FormAnswers } from '../elicitation/answers.js'
-import { InvalidRequestStateError, invalidParams, invalidRequest } from '../errors.js'
-import type { InputRequest, JsonObject } from '../protocol/wire.js'
+import { ErrorCode, InvalidRequestStateError, McpError, invalidParams, invalidRequest } from '../errors.js'
+import type { Exchange } from '../legacy/exchange.js'
+import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
+import { PROTOCOL_VERSION } from '../protocol/wire.js'
 import type { LedgerEntry, RequestStateCodec } from './codec.js'
 import { ReplayPass } from './pass.js'
 import type { TokenTooLongError } from './seal.js'
@@ -62,6 +64,25 @@ function unboundPrincipal (): Error {
     '(request.user has no string or numeric sub): the server must set the principal option', 403)
 }
 
+/** The params of a server-to-client request, in the shape the client's revision knows. */
+function legacyParams (version: string): (request: InputRequest, id: string) => JsonObject {
+  return (request, id) => {
+    if (request.method !== 'elicitation/create') return request.params
+    const params = { ...request.params }
+    // URL mode exists from 2025-11-25 only (the capability check saw to it), and needs an id there.
+    if (params.mode === 'url') params.elicitationId = id
+    else if (version !== '2025-11-25') delete params.mode
+    return params
+  }
+}
+
+/** A client's error answer to a server-to-client request, as the call's own error. */
+function clientRefused (method: string, error: unknown): McpError {
+  const detail = isPlainObject(error) && typeof error.message === 'string' ? `: ${error.message.slice(0, 500)}` : ''
+  const code = isPlainObject(error) && Number.isSafeInteger(error.code) ? error.code as number : ErrorCode.InternalError
+  return new McpError(code, `The client answered ${method} with an error${detail}`)
+}
+
 /** What a verified requestState restores for the retry. */
 interface Restored {
   ledger: LedgerEntry[]
@@ -83,10 +104,14 @@ export class ReplayEngine {
   // lookup by it (in inputResponses, in the ledger) first has to hash.
   readonly #defaultKeys = new Map<string, string[]>()
 
-  constructor (codec: RequestStateCodec, maxRounds: number, forms: FormAnswers) {
+  readonly #exchange: Exchange | undefined
+
+  /** `exchange` asks 2025-era clients in server-to-client requests; without it, they are asked nothing. */
+  constructor (codec: RequestStateCodec, maxRounds: number, forms: FormAnswers, exchange?: Exchange) {
     this.#codec = codec
     this.#maxRounds = maxRounds
     this.#forms = forms
+    this.#exchange = exchange
     // The bytes a token of maxTokenLength characters carries: what one round's new slots can never pass.
     this.#budget = Math.floor(codec.maxTokenLength * 3 / 4)
   }
@@ -119,6 +144,8 @@ export class ReplayEngine {
    * for what the pass still needs.
    */
   async run<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<{ complete: T } | InputRequiredResult> {
+    const client = clientOf(ctx)
+    if (client.protocolVersion !== PROTOCOL_VERSION) return this.#runLegacy(ctx, label, fn)
     const token = ctx.params.requestState
     const bound = principalState(ctx) !== 'unbound'
     let restored: Restored | undefined
@@ -155,5 +182,37 @@ export class ReplayEngine {
       throw invalidParams(`${label} asked for more input than a requestState token holds (${length} characters, requestState.maxTokenLength is ${this.#codec.maxTokenLength})`)
     }
     return { resultType: 'input_required', inputRequests: outcome.inputRequests, requestState }
+  }
+
+  /**
+   * Runs a 2025-era call: each pass that yields sends its input requests to the client on the
+   * call's stream, and the next pass replays with the answers in its ledger, on this node, until
+   * the handler completes. The ledger stays in memory for the call's lifetime; nothing is sealed.
+   */
+  async #runLegacy<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<{ complete: T }> {
+    const stream = streamOf(ctx)
+    const session = clientOf(ctx).session
+    let ledger: LedgerEntry[] = []
+    let responses: JsonObject | undefined
+    for (let round = 0; ; round++) {
+      const pass = new ReplayPass(ledger, responses, this.#key, this.#forms, this.#budget)
+      bindAsker(ctx, pass, round + 1)
+      const outcome = await pass.run(fn)
+      if (outcome.kind === 'complete') return { complete: outcome.value }
+      if (principalState(ctx) === 'unbound') throw unboundPrincipal()
+      if (round >= this.#maxRounds) throw invalidParams(`${label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
+      if (this.#exchange === undefined || session === undefined) {
+        throw invalidRequest(`${label} asks the client for input, which needs a session: this request came without one`, 200)
+      }
+      const asked = await this.#exchange.ask({ session, principal: ctx.principal }, outcome.inputRequests, (request) => stream.notify(request),
+        stream.signal, legacyParams(ctx.protocolVersion))
+      if (asked.kind === 'timeout') {
+        throw new McpError(ErrorCode.RequestTimeout, `${label} waited for the client's answer longer than session.answerTimeout allows`)
+      }
+      if (asked.kind === 'aborted') throw asked.reason
+      if (asked.errors.length > 0) throw clientRefused(asked.errors[0].method, asked.errors[0].error)
+      ledger = outcome.ledger
+      responses = asked.responses
+    }
   }
 }

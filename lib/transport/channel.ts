@@ -137,16 +137,30 @@ export class ReplyChannel implements NotificationStream {
   notify (message: object): boolean {
     if (this.#finished || this.closed) return false
     const raw = this.#reply.raw
-    if (!this.#streaming) {
-      this.#streaming = true
-      this.#reply.hijack()
-      raw.writeHead(200, SSE_HEADERS)
-    } else if (raw.writableLength > this.#limits.maxBufferedBytes) {
+    if (!this.#streaming) this.open()
+    else if (raw.writableLength > this.#limits.maxBufferedBytes) {
       this.#cutOff(raw.writableLength)
       return false
     }
     raw.write(event(message))
     return true
+  }
+
+  /** Turns the reply into an event stream: the status and headers go out now. */
+  open (): void {
+    if (this.#streaming) return
+    this.#streaming = true
+    this.#reply.hijack()
+    this.#reply.raw.writeHead(200, SSE_HEADERS)
+  }
+
+  /** Ends an event stream that has no final message (a 2025-era GET stream). */
+  end (): void {
+    if (this.#finished) return
+    this.#finished = true
+    const raw = this.#reply.raw
+    if (this.closed) raw.destroy()
+    else raw.end()
   }
 
   /** Ends a stream whose client does not read, rather than buffer for it without bound. */

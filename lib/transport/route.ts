@@ -11,19 +11,21 @@
  * It is registered in its own encapsulated context so its error handler applies to it alone.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { McpContext, roundOf } from '../context.js'
+import { McpContext, clientOf, roundOf } from '../context.js'
 import {
   ElicitationLedgerMismatchError, InvalidRequestStateError, McpError, headerMismatch, internalError, invalidRequest, parseError,
   unsupportedVersion,
 } from '../errors.js'
 import { messageOf } from '../features/failures.js'
 import type { ResolvedOptions } from '../options.js'
+import { legacyError, legacyResult } from '../legacy/shape.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
-import { checkModernRequest, header, idOf, readMessage } from '../protocol/envelope.js'
+import { checkModernRequest, header, idOf, readMessage, type Message } from '../protocol/envelope.js'
 import {
-  META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type JsonObject,
+  LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type JsonObject,
 } from '../protocol/wire.js'
 import { ReplyChannel, sendClosing, type Lifecycle } from './channel.js'
+import type { LegacyTransport } from './legacy.js'
 import type { ProtectedResource } from './oauth.js'
 import { LOOPBACK_HOSTS, hostnameOf, isKnownHost, isLoopbackAddress } from './hosts.js'
 import { principalOf } from './principal.js'
@@ -66,20 +68,51 @@ function logCall (request: FastifyRequest, reply: FastifyReply, outcome: string,
   }, 'mcp call')
 }
 
-/** What the endpoint is made of: the options, the method table, and the replies it has open. */
+/** What the endpoint is made of: the options, the method tables of both eras, and the replies it has open. */
 export interface Endpoint {
   options: ResolvedOptions
   modern: Dispatcher
+  legacy: { dispatcher: Dispatcher, transport: LegacyTransport }
   lifecycle: Lifecycle
   protectedResource: ProtectedResource | undefined
 }
 
+/** Which revision a request speaks. */
+type Era = 'modern' | 'legacy'
+
+/**
+ * The era of a message, by the rules of the spec: `server/discover` or a 2026-07-28 version
+ * header is modern; a 2025 version header, `initialize` or a session id is legacy; a request with
+ * no header of either kind is modern (and refused for lacking the header). Any other version is
+ * -32022, naming every version served.
+ */
+function eraOf (message: Message, headers: FastifyRequest['headers'], supported: readonly string[]): Era {
+  if (message.kind === 'request' && message.method === 'server/discover') return 'modern'
+  const version = header(headers, 'mcp-protocol-version')
+  if (version === PROTOCOL_VERSION) return 'modern'
+  if (version !== undefined && version !== '') {
+    if (LEGACY_VERSIONS.includes(version)) return 'legacy'
+    throw unsupportedVersion(version, supported)
+  }
+  if (header(headers, 'mcp-session-id') !== undefined) return 'legacy'
+  return message.kind === 'request' && message.method === 'initialize' ? 'legacy' : 'modern'
+}
+
+/** What the route keeps of a request it serves: its reply channel, and what it does once done. */
+interface Call {
+  channel: ReplyChannel
+  era: Era
+  /** The id of the session an `initialize` opened, sent back in its `Mcp-Session-Id`. */
+  sessionId: string | undefined
+  untrack: () => void
+}
+
 export function mcpRoutes (endpoint: Endpoint) {
-  const { options, modern, lifecycle, protectedResource } = endpoint
+  const { options, modern, legacy, lifecycle, protectedResource } = endpoint
   const serverInfoMeta = { [META_SERVER_INFO]: options.serverInfo }
   const channelLimits = { maxBufferedBytes: options.limits.streamBufferBytes }
-  // Route-local: the reply channel of each request that got a context.
-  const channels = new WeakMap<FastifyRequest, ReplyChannel>()
+  // Route-local: the calls of the requests that got a context.
+  const calls = new WeakMap<FastifyRequest, Call>()
 
   function checkOrigin (request: FastifyRequest): void {
     const origin = request.headers.origin
@@ -93,7 +126,7 @@ export function mcpRoutes (endpoint: Endpoint) {
           ok = false
         }
       }
-      if (!ok) throw invalidRequest(`Origin not allowed: ${origin} is not in the allowedOrigins option`, 403)
+      if (!ok) throw invalidRequest(`Origin not allowed: ${origin.slice(0, 200)} is not in the allowedOrigins option`, 403)
     }
     if (isLoopbackAddress(request.socket.localAddress)) {
       const name = hostnameOf(request.headers.host)
@@ -114,18 +147,29 @@ export function mcpRoutes (endpoint: Endpoint) {
   }
 
   function preHandler (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
-    let answered
+    let prepared
     try {
-      answered = prepare(request, reply)
+      const message = readMessage(request.body)
+      if (eraOf(message, request.headers, options.supportedVersions) === 'modern') {
+        if (!prepareModern(request, reply, message)) done()
+        return
+      }
+      if (!options.legacy) throw refuseLegacy(request, message)
+      prepared = prepareLegacy(request, reply, message)
     } catch (error) {
       return done(error as Error)
     }
-    if (!answered) done()
+    prepared.then((answered) => { if (!answered) done() }, done)
   }
 
-  /** Reads the message and fills `request.mcp`; true when the reply is already sent (a notification). */
-  function prepare (request: FastifyRequest, reply: FastifyReply): boolean {
-    const message = readMessage(request.body)
+  /** The refusal of a 2025-era request when the app serves 2026-07-28 only. */
+  function refuseLegacy (request: FastifyRequest, message: Message): McpError {
+    const asked = message.kind === 'request' && message.method === 'initialize' ? message.params.protocolVersion : undefined
+    return unsupportedVersion(header(request.headers, 'mcp-protocol-version') ?? asked ?? '2025-03-26', options.supportedVersions)
+  }
+
+  /** Reads a 2026-07-28 message and fills `request.mcp`; true when the reply is already sent (a notification). */
+  function prepareModern (request: FastifyRequest, reply: FastifyReply, message: Message): boolean {
     if (message.kind === 'response') throw invalidRequest('Clients must not POST responses to this endpoint')
     if (message.kind === 'notification') {
       reply.code(202).send()
@@ -142,18 +186,40 @@ export function mcpRoutes (endpoint: Endpoint) {
       logLevel: meta[META_LOG_LEVEL],
     }
     const channel = new ReplyChannel(reply, message.id, lifecycle, channelLimits, request.log)
-    channels.set(request, channel)
+    calls.set(request, { channel, era: 'modern', sessionId: undefined, untrack: noop })
     request.mcp = new McpContext(request, message, client, principalOf(request, options.principal), channel)
+    return false
+  }
+
+  /** Reads a 2025-era message: a request fills `request.mcp`; resolves true when the reply is already sent. */
+  async function prepareLegacy (request: FastifyRequest, reply: FastifyReply, message: Message): Promise<boolean> {
+    let channel: ReplyChannel | undefined
+    const prepared = await legacy.transport.prepare(request, reply, message, header(request.headers, 'mcp-protocol-version'), (id) => {
+      channel = new ReplyChannel(reply, id, lifecycle, channelLimits, request.log)
+      return channel
+    })
+    if (prepared.kind === 'answered') return true
+    const ctx = prepared.ctx
+    const untrack = legacy.transport.track(ctx, clientOf(ctx).session, channel as ReplyChannel)
+    calls.set(request, { channel: channel as ReplyChannel, era: 'legacy', sessionId: prepared.sessionId, untrack })
+    request.mcp = ctx
     return false
   }
 
   async function handler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const ctx = request.mcp as McpContext
+    const call = calls.get(request) as Call
     let result: JsonObject
     try {
-      result = await modern.dispatch(ctx) as JsonObject
+      result = await (call.era === 'modern' ? modern : legacy.dispatcher).dispatch(ctx) as JsonObject
     } catch (error) {
       return fail(error, request, reply)
+    }
+    call.untrack()
+    logCall(request, reply, result.isError === true ? 'tool_error' : (result.resultType as string | undefined) ?? 'complete')
+    if (call.era === 'legacy') {
+      if (call.sessionId !== undefined) reply.header('mcp-session-id', call.sessionId)
+      return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: legacyResult(ctx.method, result) }, 200)
     }
     const meta = result._meta
     const stamped = {
@@ -161,16 +227,11 @@ export function mcpRoutes (endpoint: Endpoint) {
       ...result,
       _meta: meta === undefined ? serverInfoMeta : { ...(meta as JsonObject), ...serverInfoMeta },
     }
-    logCall(request, reply, result.isError === true ? 'tool_error' : stamped.resultType as string)
-    return channelOf(request).finish({ jsonrpc: '2.0', id: ctx.id, result: stamped }, 200)
-  }
-
-  function channelOf (request: FastifyRequest): ReplyChannel {
-    return channels.get(request) as ReplyChannel
+    return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: stamped }, 200)
   }
 
   function fail (error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
-    const mcpError = toMcpError(error)
+    let mcpError = toMcpError(error)
     const method = request.mcp?.method
     if (error instanceof InvalidRequestStateError) {
       request.log.warn({ mcp: { method, reason: error.reason } }, 'mocapi refused a requestState')
@@ -180,31 +241,41 @@ export function mcpRoutes (endpoint: Endpoint) {
       request.log.error({ err: error }, 'mocapi internal error')
     }
     if (mcpError.statusCode === 401) protectedResource?.challenge(request, reply)
+    const call = calls.get(request)
+    if (call?.era === 'legacy') {
+      call.untrack()
+      mcpError = legacyError(method, mcpError)
+    }
     logCall(request, reply, 'error', mcpError.code)
     const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
-    const channel = channels.get(request)
-    if (channel !== undefined) return channel.finish(payload, mcpError.statusCode)
+    if (call !== undefined) return call.channel.finish(payload, mcpError.statusCode)
     return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)
+  }
+
+  /** GET: a 2025-era session's stream of changes; without a session, or serving 2026-07-28 only, 405. */
+  async function get (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    if (!options.legacy || header(request.headers, 'mcp-session-id') === undefined) return notAllowed(reply)
+    const channel = new ReplyChannel(reply, 0, lifecycle, channelLimits, request.log)
+    legacy.transport.stream(request, reply, channel)
+    return undefined
+  }
+
+  /** The spec lets a server refuse DELETE with 405: a sealed session cannot be revoked without a store. */
+  async function notAllowed (reply: FastifyReply): Promise<FastifyReply> {
+    return reply.code(405).header('allow', options.legacy ? 'GET, POST' : 'POST').send({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: options.legacy ? 'Method not allowed: the MCP endpoint takes POST, and GET for a 2025-era session\'s stream' : 'Method not allowed: the MCP endpoint accepts POST only' },
+    })
   }
 
   return async function routes (fastify: FastifyInstance): Promise<void> {
     fastify.setErrorHandler((error, request, reply) => fail(error, request, reply))
     fastify.removeContentTypeParser('text/plain')
-    fastify.route({
-      method: 'POST',
-      url: options.path,
-      bodyLimit: options.bodyLimit,
-      onRequest,
-      preHandler,
-      handler,
-    })
-    fastify.route({
-      method: ['GET', 'DELETE'],
-      url: options.path,
-      onRequest,
-      handler: async (request, reply) => reply.code(405).header('allow', 'POST').send({
-        jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Method not allowed: the MCP endpoint accepts POST only' },
-      }),
-    })
+    fastify.route({ method: 'POST', url: options.path, bodyLimit: options.bodyLimit, onRequest, preHandler, handler })
+    fastify.route({ method: 'GET', url: options.path, onRequest, handler: get })
+    fastify.route({ method: 'DELETE', url: options.path, onRequest, handler: async (_request, reply) => notAllowed(reply) })
   }
 }
+
+function noop (): void {}

@@ -6,7 +6,7 @@ t.test('server/discover: versions, capabilities from what is registered, caching
   const empty = await call(app, 'server/discover', {}, { capabilities: {} })
   t.same(empty.body.result, {
     resultType: 'complete',
-    supportedVersions: ['2026-07-28'],
+    supportedVersions: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'],
     capabilities: { logging: {} },
     ttlMs: 5000,
     cacheScope: 'public',

@@ -247,7 +247,7 @@ t.test('listTools follows the pages; request makes one round trip', async (t) =>
   const tools = await client.listTools()
   t.same(tools.map((tool) => tool.name), ['book', 'book_twice', 'both', 'assistant', 'progress', 'forever', 'failing'])
   const discover = await client.request('server/discover')
-  t.same(discover.supportedVersions, ['2026-07-28'])
+  t.same(discover.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'])
   const raw = await client.request('tools/call', { name: 'book', arguments: { to: 'Nice' } })
   t.equal(raw.resultType, 'input_required')
   t.type(raw.requestState, 'string')
@@ -282,8 +282,8 @@ t.test('options: protocol version, client info, token and headers reach the serv
     'io.modelcontextprotocol/clientInfo': { name: 'suite', version: '2.0.0' },
     'io.modelcontextprotocol/logLevel': 'info',
   })
-  const old = createTestClient(app, { protocolVersion: '2025-06-18' })
-  await t.rejects(old.request('tools/list'), { code: -32022, status: 400, data: { requested: '2025-06-18' } })
+  const unknown = createTestClient(app, { protocolVersion: '1900-01-01' })
+  await t.rejects(unknown.request('tools/list'), { code: -32022, status: 400, data: { requested: '1900-01-01' } })
 })
 
 t.test('headers the user sets win, whatever their case, host included, through inject and over HTTP', async (t) => {

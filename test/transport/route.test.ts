@@ -20,13 +20,15 @@ t.test('a result carries resultType and serverInfo, and echoes the id', async (t
   t.same(body.result._meta, { 'io.modelcontextprotocol/serverInfo': { name: 'travel', version: '1.2.3' } })
 })
 
-t.test('get and delete answer 405', async (t) => {
-  const app = await build(t)
-  for (const method of ['GET', 'DELETE'] as const) {
-    const response = await app.inject({ method, url: '/mcp' })
-    t.equal(response.statusCode, 405)
-    t.equal(response.headers.allow, 'POST')
-    t.equal(response.json().error.code, -32600)
+t.test('get without a session and delete answer 405', async (t) => {
+  for (const [legacy, allow] of [['serve', 'GET, POST'], ['reject', 'POST']] as const) {
+    const app = await build(t, { legacy })
+    for (const method of ['GET', 'DELETE'] as const) {
+      const response = await app.inject({ method, url: '/mcp' })
+      t.equal(response.statusCode, 405)
+      t.equal(response.headers.allow, allow)
+      t.equal(response.json().error.code, -32600)
+    }
   }
 })
 
@@ -154,14 +156,20 @@ t.test('a missing clientInfo is still served', async (t) => {
   t.equal(status, 200)
 })
 
-t.test('an unsupported version is -32022 with supported and requested', async (t) => {
-  const app = await build(t)
-  const { status, body } = await call(app, 'server/discover', {}, {
-    headers: { 'mcp-protocol-version': '1900-01-01' },
-    meta: { ...meta({}), 'io.modelcontextprotocol/protocolVersion': '1900-01-01' },
-  })
-  t.equal(status, 400)
-  t.same(body.error, { code: -32022, message: 'Unsupported protocol version', data: { supported: [VERSION], requested: '1900-01-01' } })
+t.test('an unsupported version is -32022 naming every version served, and the one requested', async (t) => {
+  for (const [legacy, supported] of [['serve', [VERSION, '2025-11-25', '2025-06-18', '2025-03-26']], ['reject', [VERSION]]] as const) {
+    const app = await build(t, { legacy })
+    for (const method of ['server/discover', 'tools/list']) {
+      const { status, body } = await call(app, method, {}, {
+        headers: { 'mcp-protocol-version': '1900-01-01' },
+        meta: { ...meta({}), 'io.modelcontextprotocol/protocolVersion': '1900-01-01' },
+      })
+      t.equal(status, 400)
+      t.same(body.error, { code: -32022, message: 'Unsupported protocol version', data: { supported, requested: '1900-01-01' } })
+    }
+    const discovered = await call(app, 'server/discover')
+    t.same(discovered.body.result.supportedVersions, supported, 'server/discover lists the same versions')
+  }
 })
 
 t.test('mcp-method must be present and match the body', async (t) => {

@@ -1,0 +1,89 @@
+/**
+ * What 2025-era sessions ask after `initialize`, which their sealed ids cannot carry: a log
+ * level, the resource subscriptions of a GET stream, the cancellation of a request. Each is a
+ * session event on the bus, so it reaches whichever node holds what it concerns.
+ */
+import type { Listener, SessionEvent, Subscriptions } from '../features/subscriptions.js'
+import type { LoggingLevel } from '../protocol/wire.js'
+
+/** Sessions whose log level a node remembers; past it, the least recently used are forgotten. */
+export const MAX_REMEMBERED_LEVELS = 10_000
+
+/** Where an event of a 2025-era session lands on this node. */
+export class SessionHub {
+  readonly #subscriptions: Subscriptions
+  readonly #publish: (event: SessionEvent) => void
+  readonly #levels = new Map<string, LoggingLevel>()
+  readonly #streams = new Map<string, Set<Listener>>()
+  readonly #running = new Map<string, () => void>()
+
+  constructor (subscriptions: Subscriptions, publish: (event: SessionEvent) => void) {
+    this.#subscriptions = subscriptions
+    this.#publish = publish
+  }
+
+  /** The log level a session set, if this node heard of it. */
+  levelOf (session: string): LoggingLevel | undefined {
+    return this.#levels.get(session)
+  }
+
+  /** `logging/setLevel`: remembered here at once, and on every node once the bus carries it. */
+  setLevel (session: string, level: LoggingLevel): void {
+    this.#remember(session, level)
+    this.#publish({ kind: 'session', session, op: 'level', level })
+  }
+
+  /** `resources/subscribe` and `resources/unsubscribe`: for the session's GET stream, on whichever node holds it. */
+  subscribe (session: string, uri: string, on: boolean): void {
+    this.#publish({ kind: 'session', session, op: on ? 'subscribe' : 'unsubscribe', uri })
+  }
+
+  /** `notifications/cancelled`: for the request, on whichever node runs it. */
+  cancel (session: string, requestId: string | number): void {
+    this.#publish({ kind: 'session', session, op: 'cancel', requestId })
+  }
+
+  /** A GET stream of the session opened on this node; the returned function forgets it. */
+  addStream (session: string, listener: Listener): () => void {
+    let set = this.#streams.get(session)
+    if (set === undefined) {
+      set = new Set()
+      this.#streams.set(session, set)
+    }
+    set.add(listener)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0) this.#streams.delete(session)
+    }
+  }
+
+  /** A request of the session running on this node, and how to cancel it; the returned function forgets it. */
+  addRequest (session: string, requestId: string | number, cancel: () => void): () => void {
+    const key = `${session}\u0000${typeof requestId}:${requestId}`
+    this.#running.set(key, cancel)
+    return () => { this.#running.delete(key) }
+  }
+
+  /** An event of some session, from the bus. */
+  receive (event: SessionEvent): void {
+    switch (event.op) {
+      case 'level':
+        this.#remember(event.session, event.level)
+        return
+      case 'cancel':
+        this.#running.get(`${event.session}\u0000${typeof event.requestId}:${event.requestId}`)?.()
+        return
+      default:
+        for (const listener of this.#streams.get(event.session) ?? []) {
+          if (event.op === 'subscribe') this.#subscriptions.subscribe(listener, event.uri)
+          else this.#subscriptions.unsubscribe(listener, event.uri)
+        }
+    }
+  }
+
+  #remember (session: string, level: LoggingLevel): void {
+    this.#levels.delete(session)
+    this.#levels.set(session, level)
+    if (this.#levels.size > MAX_REMEMBERED_LEVELS) this.#levels.delete(this.#levels.keys().next().value as string)
+  }
+}
