@@ -151,7 +151,8 @@ export class ReplyChannel implements NotificationStream {
     if (this.#streaming) return
     this.#streaming = true
     this.#reply.hijack()
-    this.#reply.raw.writeHead(200, SSE_HEADERS)
+    // Headers go out now, not with the first event: a stream may wait long for one.
+    this.#reply.raw.writeHead(200, SSE_HEADERS).flushHeaders()
   }
 
   /** Ends an event stream that has no final message (a 2025-era GET stream). */

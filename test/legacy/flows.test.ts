@@ -1,0 +1,242 @@
+import t from 'tap'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
+import mocapi, { InProcessBus, requestedSchema, type MocapiOptions } from '../../lib/index.js'
+import { KEY, capturedLogs } from '../helpers.js'
+import { openSession } from './client.js'
+
+type Test = Parameters<typeof t.test>[1] extends (t: infer T) => any ? T : never
+
+const confirm = requestedSchema().boolean('ok')
+
+function tools (app: FastifyInstance, runs: { count: number } = { count: 0 }): void {
+  app.mcp.tool({ name: 'greet', description: 'Asks a name' }, async (_args, ctx) => {
+    runs.count++
+    const who = await ctx.elicit('Your name?', requestedSchema().string('name'))
+    return who.action === 'accept' ? `Hello, ${who.content.name}` : `No name (${who.action})`
+  })
+    .tool({ name: 'two', description: 'Asks twice' }, async (_args, ctx) => {
+      const a = await ctx.elicit('First?', confirm, { key: 'first' })
+      const b = await ctx.elicit('Second?', confirm, { key: 'second' })
+      return `${a.action} ${b.action}`
+    })
+    .tool({ name: 'all', description: 'Asks three kinds at once' }, async (_args, ctx) => {
+      const [who, said, roots] = await Promise.all([
+        ctx.elicit('Name?', requestedSchema().string('name')),
+        ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 5 }),
+        ctx.listRoots(),
+      ])
+      return `${who.action}|${JSON.stringify(said.content)}|${roots.map((root) => root.uri).join(',')}`
+    })
+    .tool({ name: 'link', description: 'URL mode' }, async (_args, ctx) => (await ctx.elicitUrl('Sign in', 'https://example.com/sign-in')).action)
+    .tool({ name: 'chatty', description: 'Logs and reports progress' }, async (_args, ctx) => {
+      ctx.progress(1, 2)
+      for (const level of ['debug', 'info', 'error'] as const) ctx.log(level, `${level} line`)
+      ctx.progress(2, 2)
+      return 'said'
+    })
+    .tool({ name: 'wait', description: 'Waits to be cancelled' }, async (_args, ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+      return 'cancelled'
+    })
+    .resource({ uri: 'test://watched', name: 'watched' }, () => 'w')
+}
+
+async function served (t: Test, options: MocapiOptions = {}, logs?: ReturnType<typeof capturedLogs>) {
+  const app = Fastify({ forceCloseConnections: true, ...logs?.options })
+  await app.register(mocapi, { requestState: { keys: [KEY] }, ...options })
+  const runs = { count: 0 }
+  tools(app, runs)
+  t.teardown(() => app.close())
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  return { app, runs, url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp` }
+}
+
+t.test('a tool asks on its own stream, and replays with the answer', async (t) => {
+  const { url, runs } = await served(t)
+  const session = await openSession(url)
+  const call = await session.call('tools/call', { name: 'greet' }, () => ({ action: 'accept', content: { name: 'Ada' } }))
+  t.equal(call.response.result.content[0].text, 'Hello, Ada')
+  t.equal(call.requests.length, 1)
+  const [request] = call.requests
+  t.match(request.id, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.0$/, 'the id names the node, the call and the request')
+  t.same(request.method, 'elicitation/create')
+  t.same(request.params, { mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } })
+  t.same(call.answerStatuses, [202])
+  t.equal(runs.count, 2, 'the handler ran twice: once to ask, once with the answer')
+  const declined = await session.call('tools/call', { name: 'greet' }, () => ({ action: 'decline' }))
+  t.equal(declined.response.result.content[0].text, 'No name (decline)')
+  const cancelled = await session.call('tools/call', { name: 'greet' }, () => ({ action: 'cancel' }))
+  t.equal(cancelled.response.result.content[0].text, 'No name (cancel)')
+})
+
+t.test('two rounds, and three kinds asked at once', async (t) => {
+  const { url } = await served(t)
+  const session = await openSession(url)
+  const two = await session.call('tools/call', { name: 'two' }, (request) => ({ action: request.params.message === 'First?' ? 'accept' : 'decline', content: { ok: true } }))
+  t.same(two.requests.map((request) => request.params.message), ['First?', 'Second?'])
+  t.equal(two.response.result.content[0].text, 'accept decline')
+  const all = await session.call('tools/call', { name: 'all' }, (request) => {
+    if (request.method === 'elicitation/create') return { action: 'accept', content: { name: 'Ada' } }
+    if (request.method === 'sampling/createMessage') return { role: 'assistant', content: { type: 'text', text: 'hey' }, model: 'm' }
+    return { roots: [{ uri: 'file:///work' }] }
+  })
+  t.same(all.requests.map((request) => request.method).sort(), ['elicitation/create', 'roots/list', 'sampling/createMessage'], 'sent together')
+  t.equal(all.response.result.content[0].text, 'accept|{"type":"text","text":"hey"}|file:///work')
+})
+
+t.test('what each revision knows of elicitation: URL mode with an id from 2025-11-25, no mode before', async (t) => {
+  const { url } = await served(t)
+  const modern = await openSession(url, { capabilities: { elicitation: { form: {}, url: {} } } })
+  const link = await modern.call('tools/call', { name: 'link' }, () => ({ action: 'accept' }))
+  t.same(link.requests[0].params, { mode: 'url', message: 'Sign in', url: 'https://example.com/sign-in', elicitationId: link.requests[0].id })
+  t.equal(link.response.result.content[0].text, 'accept')
+  const formOnly = await openSession(url, { capabilities: { elicitation: {} } })
+  const refused = await formOnly.call('tools/call', { name: 'link' })
+  t.same(refused.response.error, { code: -32602, message: 'Server requires the elicitation client capability for this request', data: { requiredCapabilities: { elicitation: { url: {} } } } },
+    'a clear error, never a request the client cannot take')
+  const older = await openSession(url, { version: '2025-06-18', capabilities: { elicitation: {} } })
+  const greet = await older.call('tools/call', { name: 'greet' }, () => ({ action: 'accept', content: { name: 'Bo' } }))
+  t.notOk('mode' in greet.requests[0].params, 'a 2025-06-18 client gets the shape it knows')
+  t.equal(greet.response.result.content[0].text, 'Hello, Bo')
+  const none = await openSession(url, { version: '2025-03-26', capabilities: {} })
+  t.equal((await none.call('tools/call', { name: 'greet' })).response.error.code, -32602)
+})
+
+t.test('a bad answer, an error answer, and no answer at all end the call with a clear error', async (t) => {
+  const { url } = await served(t, { session: { answerTimeout: 150 } })
+  const session = await openSession(url)
+  const bad = await session.call('tools/call', { name: 'greet' }, () => ({ action: 'accept', content: { name: 5 } }))
+  t.same(bad.response.error, { code: -32602, message: 'inputResponses.elicit-1: content.name must be string' })
+  const refused = await session.call('tools/call', { name: 'greet' }, () => ({ error: { code: -1, message: 'User rejected the request' } }))
+  t.same(refused.response.error, { code: -1, message: 'The client answered elicitation/create with an error: User rejected the request' })
+  const odd = await session.call('tools/call', { name: 'greet' }, () => ({ error: 'nope' }))
+  t.same(odd.response.error, { code: -32603, message: 'The client answered elicitation/create with an error' })
+  const started = Date.now()
+  const silent = await session.call('tools/call', { name: 'greet' })
+  t.same(silent.response.error, { code: -32001, message: "tool greet waited for the client's answer longer than session.answerTimeout allows" })
+  t.ok(Date.now() - started < 2000, 'and does not hang')
+  t.equal(silent.requests.length, 1)
+  const late = await session.post({ jsonrpc: '2.0', id: silent.requests[0].id, result: { action: 'accept', content: { name: 'Late' } } })
+  t.equal(late.status, 400, 'an answer after the timeout is refused: nothing waits for it')
+})
+
+t.test('an answer from another session, or another caller, is refused; the right one completes the call', async (t) => {
+  const { url } = await served(t)
+  const alice = await openSession(url)
+  const mallory = await openSession(url)
+  let stolen = 0
+  const call = await alice.call('tools/call', { name: 'greet' }, async (request) => {
+    stolen = (await mallory.post({ jsonrpc: '2.0', id: request.id, result: { action: 'accept', content: { name: 'Mallory' } } })).status
+    const unsessioned = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify({ jsonrpc: '2.0', id: request.id, result: { action: 'accept', content: { name: 'Nobody' } } }) })
+    t.equal(unsessioned.status, 400, 'without a session')
+    return { action: 'accept', content: { name: 'Alice' } }
+  })
+  t.equal(stolen, 400, 'another session\'s answer')
+  t.equal(call.response.result.content[0].text, 'Hello, Alice')
+})
+
+t.test('notifications ride the call\'s stream; the session\'s log level holds', async (t) => {
+  const { url } = await served(t)
+  const session = await openSession(url)
+  const defaults = await session.call('tools/call', { name: 'chatty', _meta: { progressToken: 'p1' } })
+  t.same(defaults.notifications.map((n) => n.method === 'notifications/progress' ? `progress ${n.params.progress}/${n.params.total} ${n.params.progressToken}` : n.params.data),
+    ['progress 1/2 p1', 'info line', 'error line', 'progress 2/2 p1'], 'info and above unless the session set a level')
+  t.equal(defaults.response.result.content[0].text, 'said')
+  await session.call('logging/setLevel', { level: 'debug' })
+  t.same((await session.call('tools/call', { name: 'chatty' })).notifications.map((n) => n.params.data), ['debug line', 'info line', 'error line'])
+  await session.call('logging/setLevel', { level: 'error' })
+  t.same((await session.call('tools/call', { name: 'chatty' })).notifications.map((n) => n.params.data), ['error line'])
+})
+
+t.test('notifications/cancelled stops a request of the session, and only that one', async (t) => {
+  const { url } = await served(t)
+  const session = await openSession(url)
+  const send = (id: string) => fetch(url, { method: 'POST', headers: session.headers(), body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'wait' } }) })
+  const target = send('to-cancel')
+  const other = send('keep-running')
+  await sleep(50)
+  const cancel = await session.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'to-cancel', reason: 'the user changed their mind' } })
+  t.equal(cancel.status, 202)
+  t.same((await (await target).json() as any).result.content[0].text, 'cancelled', 'the handler saw its signal abort')
+  const stranger = await openSession(url)
+  await stranger.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'keep-running' } })
+  await sleep(50)
+  let settled = false
+  const racing = other.then(() => { settled = true })
+  await sleep(50)
+  t.equal(settled, false, 'another session cannot cancel it')
+  await session.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'keep-running' } })
+  await racing
+})
+
+t.test('the GET stream tells of list changes, and of updates to the resources the session subscribed to', async (t) => {
+  const { app, url } = await served(t)
+  const session = await openSession(url)
+  const controller = new AbortController()
+  const stream = await fetch(url, { headers: { ...session.headers(), accept: 'text/event-stream' }, signal: controller.signal })
+  t.equal(stream.status, 200)
+  t.equal(stream.headers.get('content-type'), 'text/event-stream')
+  const reader = (stream.body as ReadableStream<Uint8Array>).getReader()
+  const decoder = new TextDecoder()
+  let buffer = ''
+  const next = async (): Promise<any> => {
+    for (;;) {
+      const end = buffer.indexOf('\n\n')
+      if (end !== -1) {
+        const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '))
+        buffer = buffer.slice(end + 2)
+        return JSON.parse((data as string).slice(6))
+      }
+      const { value } = await reader.read()
+      buffer += decoder.decode(value, { stream: true })
+    }
+  }
+  await sleep(20)
+  app.mcp.tool({ name: 'late', description: 'Late' }, () => 'l')
+  t.same(await next(), { jsonrpc: '2.0', method: 'notifications/tools/list_changed' })
+  app.mcp.notifyResourceUpdated('test://watched')
+  await session.call('resources/subscribe', { uri: 'test://watched' })
+  await sleep(20)
+  app.mcp.notifyResourceUpdated('test://watched')
+  t.same(await next(), { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'test://watched' } }, 'only after the subscribe')
+  await session.call('resources/unsubscribe', { uri: 'test://watched' })
+  await sleep(20)
+  app.mcp.notifyResourceUpdated('test://watched')
+  app.mcp.notifyListChanged('prompts')
+  t.same(await next(), { jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }, 'and no update after the unsubscribe')
+  controller.abort()
+})
+
+t.test('apps that share a bus are one deployment: an answer that reaches the other node completes the call', async (t) => {
+  const bus = new InProcessBus()
+  const a = await served(t, { bus })
+  const b = await served(t, { bus })
+  const session = await openSession(a.url)
+  const onB = async (request: any) => {
+    const reply = await fetch(b.url, { method: 'POST', headers: session.headers(), body: JSON.stringify({ jsonrpc: '2.0', id: request.id, result: { action: 'accept', content: { name: 'Cross' } } }) })
+    t.equal(reply.status, 202, 'node B took the answer for a call that waits on node A')
+    return undefined
+  }
+  const call = await session.call('tools/call', { name: 'greet' }, onB)
+  t.equal(call.response.result.content[0].text, 'Hello, Cross')
+  await b.app.close()
+  const gone = await session.call('tools/call', { name: 'greet' }, async (request) => {
+    const reply = await fetch(a.url, { method: 'POST', headers: session.headers(), body: JSON.stringify({ jsonrpc: '2.0', id: request.id.replace(/^[^.]+/, 'nobody'), result: { action: 'decline' } }) })
+    t.equal(reply.status, 400, 'an answer for a node no one listens as is refused at once')
+    return { action: 'decline' }
+  })
+  t.equal(gone.response.result.content[0].text, 'No name (decline)')
+})
+
+t.test('without a bus that routes, an answer for another node is refused', async (t) => {
+  const a = await served(t)
+  const b = await served(t, { bus: { publish () {}, subscribe () { return () => {} } } })
+  const session = await openSession(a.url)
+  const call = await session.call('tools/call', { name: 'greet' }, async (request) => {
+    const reply = await fetch(b.url, { method: 'POST', headers: session.headers(), body: JSON.stringify({ jsonrpc: '2.0', id: request.id, result: { action: 'decline' } }) })
+    t.equal(reply.status, 400)
+    return { action: 'accept', content: { name: 'Home' } }
+  })
+  t.equal(call.response.result.content[0].text, 'Hello, Home')
+})
