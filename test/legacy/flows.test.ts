@@ -5,7 +5,7 @@ import mocapi, { InProcessBus, requestedSchema, type MocapiOptions } from '../..
 import { KEY, capturedLogs } from '../helpers.js'
 import { openSession } from './client.js'
 
-type Test = Parameters<typeof t.test>[1] extends (t: infer T) => any ? T : never
+type Test = { teardown: (fn: () => unknown) => void }
 
 const confirm = requestedSchema().boolean('ok')
 
