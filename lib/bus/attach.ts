@@ -95,8 +95,8 @@ export class BusLink {
       })
   }
 
+  // Only runs while the bus is down: coming up and closing clear its timer.
   #stillDown (started: number): void {
-    if (this.#closed || this.#up) return
     this.#log.error({ mcp: { downForMs: Date.now() - started } },
       'mocapi: the notification bus is not connected; listen streams on this node miss changes made on other nodes until it is')
     this.#nag = setTimeout(() => this.#stillDown(started), this.#timing.nag)

@@ -1,4 +1,4 @@
-import { streamOf, type McpContext } from '../context.js'
+import { streamOf, type McpContext, type NotificationStream } from '../context.js'
 import { invalidParams, invalidRequest } from '../errors.js'
 import { META_SUBSCRIPTION_ID, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
 
@@ -228,34 +228,43 @@ export class Subscriptions {
     this.#unindex(uri, listener)
   }
 
+  /**
+   * Streams changes to the stream of `ctx` until its client goes away, the stream is cut off, or
+   * the server closes: each change is written as `format` makes it. `ended` resolves once it
+   * ended; throws (a 429 or a 503) when the limits refuse it.
+   */
+  stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string> }, format: (event: ChangeEvent) => object,
+    stream: NotificationStream = streamOf(ctx)): { listener: Listener, ended: Promise<void> } {
+    let close: () => void = () => {}
+    let resolve: () => void = () => {}
+    const ended = new Promise<void>((done) => { resolve = done })
+    const listener: Listener = {
+      ctx,
+      lists: filter.lists,
+      uris: filter.uris,
+      notify: (event) => { if (!stream.notify(format(event))) listener.end() },
+      end: () => {
+        close()
+        resolve()
+      },
+    }
+    close = this.open(listener)
+    // A client may have left before its request got here: its stream must not stay open.
+    if (stream.signal.aborted) listener.end()
+    else stream.signal.addEventListener('abort', listener.end)
+    return { listener, ended }
+  }
+
   /** Serves one `subscriptions/listen` request until the client goes away or the server closes. */
-  listen (ctx: McpContext): Promise<JsonObject> {
-    const { lists, uris } = readFilter(ctx.params.notifications as JsonObject, this.#limits)
+  async listen (ctx: McpContext): Promise<JsonObject> {
+    const filter = readFilter(ctx.params.notifications as JsonObject, this.#limits)
     const meta = { [META_SUBSCRIPTION_ID]: ctx.id }
-    const stream = streamOf(ctx)
-    return new Promise((resolve) => {
-      let close: () => void = () => {}
-      const listener: Listener = {
-        ctx,
-        lists,
-        uris,
-        notify: (event) => {
-          const notification = event.kind === 'resource'
-            ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri, _meta: meta } }
-            : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind], params: { _meta: meta } }
-          if (!stream.notify(notification)) listener.end()
-        },
-        end: () => {
-          close()
-          resolve({ _meta: meta })
-        },
-      }
-      close = this.open(listener)
-      if (stream.signal.aborted) return listener.end()
-      stream.signal.addEventListener('abort', listener.end)
-      const filter = ctx.params.notifications as JsonObject
-      stream.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: filter, _meta: meta } })
-    })
+    const { ended } = this.stream(ctx, filter, (event) => event.kind === 'resource'
+      ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri, _meta: meta } }
+      : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind], params: { _meta: meta } })
+    streamOf(ctx).notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ctx.params.notifications, _meta: meta } })
+    await ended
+    return { _meta: meta }
   }
 
   /** Ends every open stream with its final result (graceful shutdown). */

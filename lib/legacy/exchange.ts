@@ -80,13 +80,16 @@ export class Exchange {
   readonly #link: Link
   readonly #log: FastifyBaseLogger
   readonly #timeout: number
+  readonly #ackTimeout: number
   readonly #calls = new Map<string, Waiting>()
   readonly #tickets = new Map<string, (delivery: Delivery) => void>()
 
-  constructor (link: Link, log: FastifyBaseLogger, timeout: number) {
+  /** `timeout`: how long a call waits for its client's answers; `ackTimeout`: how long a forwarded answer waits to be taken. */
+  constructor (link: Link, log: FastifyBaseLogger, timeout: number, ackTimeout = ACK_TIMEOUT_MS) {
     this.#link = link
     this.#log = log
     this.#timeout = timeout
+    this.#ackTimeout = ackTimeout
   }
 
   /** Ends every wait: the server is closing. */
@@ -133,7 +136,7 @@ export class Exchange {
     if (!this.#link.routed) return 'refused'
     const ticket = randomBytes(12).toString('base64url')
     return new Promise<Delivery>((resolve) => {
-      const timer = setTimeout(() => settle('refused'), ACK_TIMEOUT_MS)
+      const timer = setTimeout(() => settle('refused'), this.#ackTimeout)
       const settle = (delivery: Delivery): void => {
         clearTimeout(timer)
         this.#tickets.delete(ticket)

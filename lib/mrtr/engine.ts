@@ -104,10 +104,10 @@ export class ReplayEngine {
   // lookup by it (in inputResponses, in the ledger) first has to hash.
   readonly #defaultKeys = new Map<string, string[]>()
 
-  readonly #exchange: Exchange | undefined
+  readonly #exchange: Exchange
 
-  /** `exchange` asks 2025-era clients in server-to-client requests; without it, they are asked nothing. */
-  constructor (codec: RequestStateCodec, maxRounds: number, forms: FormAnswers, exchange?: Exchange) {
+  /** `exchange` asks 2025-era clients in server-to-client requests. */
+  constructor (codec: RequestStateCodec, maxRounds: number, forms: FormAnswers, exchange: Exchange) {
     this.#codec = codec
     this.#maxRounds = maxRounds
     this.#forms = forms
@@ -201,10 +201,8 @@ export class ReplayEngine {
       if (outcome.kind === 'complete') return { complete: outcome.value }
       if (principalState(ctx) === 'unbound') throw unboundPrincipal()
       if (round >= this.#maxRounds) throw invalidParams(`${label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
-      if (this.#exchange === undefined || session === undefined) {
-        throw invalidRequest(`${label} asks the client for input, which needs a session: this request came without one`, 200)
-      }
-      const asked = await this.#exchange.ask({ session, principal: ctx.principal }, outcome.inputRequests, (request) => stream.notify(request),
+      // A 2025-era client without a session declared no capabilities, so its pass failed before it yielded.
+      const asked = await this.#exchange.ask({ session: session as string, principal: ctx.principal }, outcome.inputRequests, (request) => stream.notify(request),
         stream.signal, legacyParams(ctx.protocolVersion))
       if (asked.kind === 'timeout') {
         throw new McpError(ErrorCode.RequestTimeout, `${label} waited for the client's answer longer than session.answerTimeout allows`)

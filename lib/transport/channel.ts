@@ -146,19 +146,18 @@ export class ReplyChannel implements NotificationStream {
     return true
   }
 
-  /** Turns the reply into an event stream: the status and headers go out now. */
+  /** Turns the reply into an event stream: the status and headers go out now. Once. */
   open (): void {
-    if (this.#streaming) return
     this.#streaming = true
     this.#reply.hijack()
     // Headers go out now, not with the first event: a stream may wait long for one.
     this.#reply.raw.writeHead(200, SSE_HEADERS).flushHeaders()
   }
 
-  /** Ends an event stream that has no final message (a 2025-era GET stream). */
+  /** Ends an event stream that has no final message (a 2025-era GET stream, which ends once). */
   end (): void {
-    if (this.#finished) return
     this.#finished = true
+    this.#lifecycle.untrack(this)
     const raw = this.#reply.raw
     if (this.closed) raw.destroy()
     else raw.end()
@@ -177,6 +176,7 @@ export class ReplyChannel implements NotificationStream {
   finish (message: object, statusCode: number): FastifyReply | undefined {
     if (this.#finished) return undefined
     this.#finished = true
+    this.#lifecycle.untrack(this)
     if (!this.#streaming) return sendClosing(this.#reply, this.#lifecycle).code(statusCode).send(message)
     const raw = this.#reply.raw
     if (this.#lifecycle.closing) raw.once('finish', () => setImmediate(() => this.#lifecycle.closeIdleConnections()))
@@ -186,9 +186,8 @@ export class ReplyChannel implements NotificationStream {
     return undefined
   }
 
-  /** Ends a reply whose handler outlived the shutdown grace period. */
+  /** Ends a reply whose handler outlived the shutdown grace period (an open one: a finished reply is untracked). */
   abandon (): void {
-    if (this.#finished) return
     this.#log.error('mocapi ended a request still running when the shutdown grace period (shutdownGrace) ran out')
     if (this.#streaming) {
       this.#finished = true

@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { McpContext, type ClientState } from '../context.js'
 import { McpError, invalidRequest } from '../errors.js'
-import { LIST_CHANGED, type Listener, type Subscriptions } from '../features/subscriptions.js'
+import { LIST_CHANGED, type Subscriptions } from '../features/subscriptions.js'
 import type { Exchange } from '../legacy/exchange.js'
 import type { SessionHub } from '../legacy/hub.js'
 import type { Session, SessionCodec } from '../legacy/session.js'
@@ -114,7 +114,8 @@ export class LegacyTransport {
       }
       return { kind: 'answered' }
     }
-    const version = session?.version ?? headerVersion ?? '2025-03-26'
+    // A legacy request without a session came with a 2025 version header: that is how it was told apart.
+    const version = session?.version ?? headerVersion as string
     const ctx = new McpContext(request, message, this.#client(version, session), principal, channel(message.id))
     return { kind: 'request', ctx, sessionId: undefined }
   }
@@ -127,37 +128,23 @@ export class LegacyTransport {
 
   /**
    * A GET with a session: a stream of list changes and of updates to the resources the session
-   * subscribed to. Without a session there is nothing to stream.
+   * subscribed to, from this node, until the client leaves or the server closes.
    */
-  stream (request: FastifyRequest, reply: FastifyReply, channel: ReplyChannel): void {
+  stream (request: FastifyRequest, channel: ReplyChannel): void {
     const principal = principalOf(request, this.#options.principal)
-    const session = this.#session(request, principal, header(request.headers, 'mcp-protocol-version'))
-    if (session === undefined) throw invalidRequest('A GET stream needs the Mcp-Session-Id of a session', 400)
+    // The route serves GET here only with a session id, so there is a session or a 404.
+    const session = this.#session(request, principal, header(request.headers, 'mcp-protocol-version')) as Session
     const accept = header(request.headers, 'accept') ?? ''
     if (!accept.includes('text/event-stream')) throw invalidRequest('A GET stream needs Accept: text/event-stream', 406)
     const ctx = new McpContext(request, { id: 0, method: 'GET', params: {} }, this.#client(session.version, session), principal, channel)
-    let forget: () => void = () => {}
-    let close: () => void = () => {}
-    const listener: Listener = {
-      ctx,
-      lists: new Set(['tools', 'prompts', 'resources']),
-      uris: new Set(),
-      notify: (event) => {
-        const notification = event.kind === 'resource'
-          ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } }
-          : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind] }
-        if (!channel.notify(notification)) listener.end()
-      },
-      end: () => {
-        forget()
-        close()
-        channel.end()
-      },
-    }
-    close = this.#subscriptions.open(listener)
-    forget = this.#hub.addStream(session.id, listener)
+    const { listener, ended } = this.#subscriptions.stream(ctx, { lists: new Set(['tools', 'prompts', 'resources']), uris: new Set() }, (event) => event.kind === 'resource'
+      ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } }
+      : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind] }, channel)
+    const forget = this.#hub.addStream(session.id, listener)
     channel.open()
-    if (channel.signal.aborted) return listener.end()
-    channel.signal.addEventListener('abort', listener.end)
+    ended.then(() => {
+      forget()
+      channel.end()
+    })
   }
 }

@@ -256,7 +256,7 @@ export function mcpRoutes (endpoint: Endpoint) {
   async function get (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     if (!options.legacy || header(request.headers, 'mcp-session-id') === undefined) return notAllowed(reply)
     const channel = new ReplyChannel(reply, 0, lifecycle, channelLimits, request.log)
-    legacy.transport.stream(request, reply, channel)
+    legacy.transport.stream(request, channel)
     return undefined
   }
 

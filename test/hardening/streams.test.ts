@@ -176,3 +176,34 @@ async function fetchListen (url: string, id: number, notifications: object, head
     globalThis.fetch = original
   }
 }
+
+t.test('updates to a URI nothing serves reach no one; callers with principals count apart', async (t) => {
+  const { app, url } = await served(t, { limits: { streamsPerCaller: 1 }, principal: (request) => (request.headers['x-user'] as string | undefined) ?? null }, (app) => {
+    app.mcp.resource({ uri: 'test://there', name: 'there' }, () => 't')
+  })
+  const stream = await listen(url, 1, { resourceSubscriptions: ['test://nowhere', 'test://there'] })
+  await stream.next()
+  app.mcp.notifyResourceUpdated('test://nowhere')
+  app.mcp.notifyResourceUpdated('test://there')
+  t.same((await stream.next()).params.uri, 'test://there')
+  const alice = await fetchListen(url, 2, { toolsListChanged: true }, { 'x-user': 'alice' })
+  t.equal((await alice.next()).method, 'notifications/subscriptions/acknowledged', 'alice is not the anonymous caller of this address')
+  const again = await fetchListen(url, 3, { toolsListChanged: true }, { 'x-user': 'alice' })
+  t.equal(again.response.status, 429, 'and has her own limit')
+  stream.close()
+  alice.close()
+})
+
+t.test('a listen request whose client left before it got to mocapi holds no stream', async (t) => {
+  const { url } = await served(t, { limits: { streamsPerCaller: 1 } }, (app) => {
+    app.addHook('preHandler', async () => { await sleep(100) })
+    app.mcp.tool({ name: 'one' }, () => '1')
+  })
+  const gone = await stalled(Number(new URL(url).port), 'subscriptions/listen', { notifications: { toolsListChanged: true } })
+  await sleep(20)
+  gone.destroy()
+  await sleep(200)
+  const next = await listen(url, 2, { toolsListChanged: true })
+  t.equal((await next.next()).method, 'notifications/subscriptions/acknowledged', 'the place of the stream that never opened is free')
+  next.close()
+})

@@ -58,6 +58,8 @@ t.test('requests of a session come back in the 2025 shapes', async (t) => {
   const app = await served(t)
   const { headers } = await initialize(app)
   t.same((await post(app, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status, 202)
+  t.same((await post(app, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: { odd: true } } }, headers)).status, 202, 'a cancel naming no request id is taken, and does nothing')
+  t.same((await post(app, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 42 } }, headers)).status, 202)
   const list = await post(app, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }, headers)
   t.notOk('resultType' in list.body.result)
   t.notOk('ttlMs' in list.body.result)
