@@ -236,8 +236,8 @@ export class Subscriptions {
   stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string> }, format: (event: ChangeEvent) => object,
     stream: NotificationStream = streamOf(ctx)): { listener: Listener, ended: Promise<void> } {
     let close: () => void = () => {}
-    let resolve: () => void = () => {}
-    const ended = new Promise<void>((done) => { resolve = done })
+    let settle: () => void = () => {}
+    const ended = new Promise<void>((resolve) => { settle = resolve })
     const listener: Listener = {
       ctx,
       lists: filter.lists,
@@ -245,7 +245,7 @@ export class Subscriptions {
       notify: (event) => { if (!stream.notify(format(event))) listener.end() },
       end: () => {
         close()
-        resolve()
+        settle()
       },
     }
     close = this.open(listener)

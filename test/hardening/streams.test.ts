@@ -178,7 +178,7 @@ async function fetchListen (url: string, id: number, notifications: object, head
 }
 
 t.test('updates to a URI nothing serves reach no one; callers with principals count apart', async (t) => {
-  const { app, url } = await served(t, { limits: { streamsPerCaller: 1 }, principal: (request) => (request.headers['x-user'] as string | undefined) ?? null }, (app) => {
+  const { app, url } = await served(t, { limits: { streamsPerCaller: 1 }, principal: (request: { headers: Record<string, unknown> }) => (request.headers['x-user'] as string | undefined) ?? null }, (app) => {
     app.mcp.resource({ uri: 'test://there', name: 'there' }, () => 't')
   })
   const stream = await listen(url, 1, { resourceSubscriptions: ['test://nowhere', 'test://there'] })

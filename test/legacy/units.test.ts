@@ -113,7 +113,6 @@ t.test('an answer forwarded to a node that never acknowledges is refused after a
 
 t.test('misused ctx methods and odd callers', async (t) => {
   const { build, call } = await import('../helpers.js')
-  const { requestedSchema } = await import('../../lib/index.js')
   const seen: unknown[] = []
   const app = await build(t, {}, (app) => {
     app.addHook('onRequest', async (request) => { if (request.headers['x-weird-user'] !== undefined) (request as any).user = true })
@@ -143,7 +142,6 @@ t.test('misused ctx methods and odd callers', async (t) => {
   t.equal(seen.at(-2), true, 'a pass that failed aborts the signal its handler read')
   const weird = await call(app, 'tools/call', { name: 'sampler' }, { capabilities: { sampling: {} }, headers: { 'x-weird-user': '1' } })
   t.equal(weird.status, 403, 'a request.user that is neither a string nor an object is no principal: fail closed')
-  void requestedSchema
 })
 
 t.test('registration and request edges', async (t) => {
