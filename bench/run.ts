@@ -1,7 +1,8 @@
 /**
  * HTTP benchmark, run by hand: `npm run bench`. Drives mocapi and a bare Fastify route that
  * returns the same JSON, in the same run, 16 connections, and prints throughput ratios for
- * `tools/call` and for a one-question elicitation flow (call → input_required → retry → complete).
+ * `tools/call`, for a one-question elicitation flow (call → input_required → retry → complete),
+ * and for a 2025-era `tools/call` in a session (its sealed `Mcp-Session-Id` opened on every call).
  *
  * Each server runs in its own child process, so the load generator (this process) never shares
  * its event loop. Runs alternate mocapi / bare, BENCH_ROUNDS times (3 by default) after a
@@ -31,22 +32,19 @@ const BARE_PORT = 3102
 const CODEC_PORT = 3103
 const serverScript = fileURLToPath(new URL('./servers.js', import.meta.url))
 
-const headers = (name: string) => ({
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2026-07-28',
-  'mcp-method': 'tools/call',
-  'mcp-name': name,
-})
+const headers = (call: Call): Record<string, string> => call.session === undefined
+  ? { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': call.name }
+  : { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': call.session }
 const meta = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
   'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
   'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1.0.0' },
 }
-const body = (name: string, params: object) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, ...params, _meta: meta } })
+const body = (call: Call) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call.session === undefined ? { name: call.name, ...call.params, _meta: meta } : { name: call.name, ...call.params } })
 
 interface Server { child: ChildProcess, port: number }
-interface Call { name: string, params: Record<string, unknown> }
+/** One request of a run: a 2026-07-28 call, or a call in a 2025-era session when `session` is set. */
+interface Call { name: string, params: Record<string, unknown>, session?: string }
 
 async function start (kind: string, port: number, env: Record<string, string> = {}): Promise<Server> {
   const child = fork(serverScript, [kind, String(port)], { env: { ...process.env, ...env }, stdio: 'inherit' })
@@ -76,7 +74,7 @@ function ownCpu (): number {
 }
 
 async function post (port: number, call: Call): Promise<{ status: number, contentType: string | null, text: string }> {
-  const response = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: headers(call.name), body: body(call.name, call.params) })
+  const response = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: headers(call), body: body(call) })
   return { status: response.status, contentType: response.headers.get('content-type'), text: await response.text() }
 }
 
@@ -97,7 +95,7 @@ async function load (server: Server, calls: readonly Call[]): Promise<Run> {
     url: `http://127.0.0.1:${server.port}/mcp`,
     connections: CONNECTIONS,
     duration: SECONDS,
-    requests: calls.map((c) => ({ method: 'POST', path: '/mcp', headers: headers(c.name), body: body(c.name, c.params) })),
+    requests: calls.map((c) => ({ method: 'POST', path: '/mcp', headers: headers(c), body: body(c) })),
   })
   const elapsed = Number(process.hrtime.bigint() - start) / 1000
   const serverUsed = await serverCpu(server) - cpu0
@@ -122,6 +120,7 @@ function fail (message: string): never {
 const add: Call = { name: 'add', params: { arguments: { a: 2, b: 3 } } }
 const ask: Call = { name: 'book', params: { arguments: { to: 'Lisbon' } } }
 
+let legacyAdd: Call = add
 const mocapi = await start('mocapi', MOCAPI_PORT)
 let bare: Server | undefined
 let codecOnly: Server | undefined
@@ -144,14 +143,23 @@ try {
   }
   const retried = await post(MOCAPI_PORT, retry)
   if (JSON.parse(retried.text).result?.content?.[0]?.text !== 'Booked business to Lisbon') fail(`the retry answered ${retried.text}`)
+  const initialize = await fetch(`http://127.0.0.1:${MOCAPI_PORT}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'bench', version: '1.0.0' } } }),
+  })
+  const session = initialize.headers.get('mcp-session-id') ?? fail(`initialize answered ${await initialize.text()}`)
+  legacyAdd = { ...add, session }
+  const legacyAdded = await post(MOCAPI_PORT, legacyAdd)
+  if (JSON.parse(legacyAdded.text).result?.content?.[0]?.text !== '5' || 'resultType' in JSON.parse(legacyAdded.text).result) fail(`the 2025-era add answered ${legacyAdded.text}`)
 
   // The bare route answers the same bodies, byte for byte (the requestState of a first call is
   // fresh every time; the bare route returns one of the same length).
-  const bodies = { add: added.text, book: first.text, 'book:retry': retried.text }
+  const bodies = { add: added.text, book: first.text, 'book:retry': retried.text, 'add:session': legacyAdded.text }
   bare = await start('bare', BARE_PORT, { BARE_BODIES: JSON.stringify(bodies) })
   codecOnly = await start('codec', CODEC_PORT, { BARE_BODIES: JSON.stringify(bodies) })
   for (const port of [BARE_PORT, CODEC_PORT]) {
-    for (const [call, expected] of [[add, added], [ask, first], [retry, retried]] as const) {
+    for (const [call, expected] of [[add, added], [ask, first], [retry, retried], [legacyAdd, legacyAdded]] as const) {
       const got = await post(port, call)
       if (got.text !== expected.text || got.status !== expected.status || got.contentType !== expected.contentType) {
         fail(`port ${port} answers ${got.status} ${got.contentType} ${got.text}\nwhere mocapi answers ${expected.status} ${expected.contentType} ${expected.text}`)
@@ -159,7 +167,7 @@ try {
     }
   }
 
-  for (const [label, calls] of [['tools/call', [add]], ['one-question flow', [ask, retry]]] as const) {
+  for (const [label, calls] of [['tools/call', [add]], ['one-question flow', [ask, retry]], ['2025 tools/call', [legacyAdd]]] as const) {
     await load(mocapi, calls) // warm-up passes, discarded
     await load(bare, calls)
     const row = { label, plugin: [] as Run[], bare: [] as Run[] }

@@ -56,7 +56,7 @@ if (kind === 'mocapi') {
         })
       } else codec.decode(token)
     }
-    const key = token === undefined ? body.params.name : `${body.params.name}:retry`
+    const key = request.headers['mcp-session-id'] !== undefined ? `${body.params.name}:session` : token === undefined ? body.params.name : `${body.params.name}:retry`
     return { jsonrpc: '2.0', id: body.id, result: results[key] }
   })
 }

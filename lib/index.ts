@@ -21,6 +21,7 @@ import { KeyRing } from './mrtr/seal.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
 import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
+import { callLog } from './transport/calls.js'
 import { LegacyTransport } from './transport/legacy.js'
 import { mcpRoutes } from './transport/route.js'
 
@@ -98,7 +99,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     dispatcher: legacyMethods(options, features, hub),
     transport: new LegacyTransport({ options, sessions: new SessionCodec(ring, options.sessionTtl), hub, exchange, subscriptions }),
   }
-  await fastify.register(mcpRoutes({ options, modern: modernMethods(options, features), legacy, lifecycle, protectedResource }))
+  await fastify.register(mcpRoutes({ options, observer: callLog, modern: modernMethods(options, features), legacy, lifecycle, protectedResource }))
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */

@@ -11,7 +11,7 @@
  * It is registered in its own encapsulated context so its error handler applies to it alone.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { McpContext, clientOf, roundOf } from '../context.js'
+import { McpContext, clientOf } from '../context.js'
 import {
   ElicitationLedgerMismatchError, InvalidRequestStateError, McpError, headerMismatch, internalError, invalidRequest, parseError,
   unsupportedVersion,
@@ -24,6 +24,7 @@ import { checkModernRequest, header, idOf, readMessage, type Message } from '../
 import {
   LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type JsonObject,
 } from '../protocol/wire.js'
+import type { CallEnd, CallObserver } from './calls.js'
 import { ReplyChannel, sendClosing, type Lifecycle } from './channel.js'
 import type { LegacyTransport } from './legacy.js'
 import type { ProtectedResource } from './oauth.js'
@@ -46,31 +47,11 @@ function toMcpError (error: unknown): McpError {
   return internalError()
 }
 
-/** Whether a logger writes info lines (Fastify's logger: false has no levels). */
-function infoEnabled (log: FastifyRequest['log']): boolean {
-  const enabled = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled
-  return typeof enabled === 'function' && enabled.call(log, 'info')
-}
-
-/** The target a call names, short enough for a log line. */
-function targetOf (ctx: McpContext): string | undefined {
-  const target = ctx.params.name ?? ctx.params.uri
-  return typeof target === 'string' ? target.slice(0, 200) : undefined
-}
-
-/** One info line per call: what was called, which round, how it ended, how long it took. */
-function logCall (request: FastifyRequest, reply: FastifyReply, outcome: string, code?: number): void {
-  const ctx = request.mcp
-  if (ctx === null || !infoEnabled(request.log)) return
-  const round = roundOf(ctx)
-  request.log.info({
-    mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome, code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
-  }, 'mcp call')
-}
-
 /** What the endpoint is made of: the options, the method tables of both eras, and the replies it has open. */
 export interface Endpoint {
   options: ResolvedOptions
+  /** Told of each call's beginning and end: the log line, tracing. */
+  observer: CallObserver
   modern: Dispatcher
   legacy: { dispatcher: Dispatcher, transport: LegacyTransport }
   lifecycle: Lifecycle
@@ -105,10 +86,12 @@ interface Call {
   /** The id of the session an `initialize` opened, sent back in its `Mcp-Session-Id`. */
   sessionId: string | undefined
   untrack: () => void
+  /** Tells the observers how the call ended. */
+  ended: (end: CallEnd, reply: FastifyReply) => void
 }
 
 export function mcpRoutes (endpoint: Endpoint) {
-  const { options, modern, legacy, lifecycle, protectedResource } = endpoint
+  const { options, modern, legacy, lifecycle, protectedResource, observer } = endpoint
   const serverInfoMeta = { [META_SERVER_INFO]: options.serverInfo }
   const channelLimits = { maxBufferedBytes: options.limits.streamBufferBytes }
   // Route-local: the calls of the requests that got a context.
@@ -186,8 +169,9 @@ export function mcpRoutes (endpoint: Endpoint) {
       logLevel: meta[META_LOG_LEVEL],
     }
     const channel = new ReplyChannel(reply, message.id, lifecycle, channelLimits, request.log)
-    calls.set(request, { channel, era: 'modern', sessionId: undefined, untrack: noop })
-    request.mcp = new McpContext(request, message, client, principalOf(request, options.principal), channel)
+    const ctx = new McpContext(request, message, client, principalOf(request, options.principal), channel)
+    calls.set(request, { channel, era: 'modern', sessionId: undefined, untrack: noop, ended: observer.begin(request, ctx) })
+    request.mcp = ctx
     return false
   }
 
@@ -201,7 +185,7 @@ export function mcpRoutes (endpoint: Endpoint) {
     if (prepared.kind === 'answered') return true
     const ctx = prepared.ctx
     const untrack = legacy.transport.track(ctx, clientOf(ctx).session, channel as ReplyChannel)
-    calls.set(request, { channel: channel as ReplyChannel, era: 'legacy', sessionId: prepared.sessionId, untrack })
+    calls.set(request, { channel: channel as ReplyChannel, era: 'legacy', sessionId: prepared.sessionId, untrack, ended: observer.begin(request, ctx) })
     request.mcp = ctx
     return false
   }
@@ -216,7 +200,7 @@ export function mcpRoutes (endpoint: Endpoint) {
       return fail(error, request, reply)
     }
     call.untrack()
-    logCall(request, reply, result.isError === true ? 'tool_error' : (result.resultType as string | undefined) ?? 'complete')
+    call.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)
     if (call.era === 'legacy') {
       if (call.sessionId !== undefined) reply.header('mcp-session-id', call.sessionId)
       return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: legacyResult(ctx.method, result) }, 200)
@@ -246,7 +230,7 @@ export function mcpRoutes (endpoint: Endpoint) {
       call.untrack()
       mcpError = legacyError(method, mcpError)
     }
-    logCall(request, reply, 'error', mcpError.code)
+    call?.ended({ outcome: 'error', code: mcpError.code }, reply)
     const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
     if (call !== undefined) return call.channel.finish(payload, mcpError.statusCode)
     return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)

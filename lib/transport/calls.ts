@@ -1,0 +1,52 @@
+/**
+ * What the endpoint tells of each call: observers see a call begin (once its context is made) and
+ * end (its outcome, once the reply is written). The log line is one observer; tracing is another.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { roundOf, type McpContext } from '../context.js'
+
+/** How a call ended: its result, an `isError` tool result, or a JSON-RPC error with its code. */
+export interface CallEnd {
+  outcome: 'complete' | 'input_required' | 'tool_error' | 'error'
+  /** The JSON-RPC error code, for an error. */
+  code?: number
+}
+
+/** Watches calls; `begin` returns what to run when the call ends. */
+export interface CallObserver {
+  begin (request: FastifyRequest, ctx: McpContext): (end: CallEnd, reply: FastifyReply) => void
+}
+
+/** Whether a logger writes info lines (Fastify's logger: false has no levels). */
+function infoEnabled (log: FastifyRequest['log']): boolean {
+  const enabled = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled
+  return typeof enabled === 'function' && enabled.call(log, 'info')
+}
+
+/** The target a call names, short enough for a log line. */
+export function targetOf (ctx: McpContext): string | undefined {
+  const target = ctx.params.name ?? ctx.params.uri
+  return typeof target === 'string' ? target.slice(0, 200) : undefined
+}
+
+/** One info line per call: what was called, which round, how it ended, how long it took. */
+export const callLog: CallObserver = {
+  begin: (request, ctx) => (end, reply) => {
+    if (!infoEnabled(request.log)) return
+    const round = roundOf(ctx)
+    request.log.info({
+      mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome: end.outcome, code: end.code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
+    }, 'mcp call')
+  },
+}
+
+/** Several observers as one. */
+export function observers (list: readonly CallObserver[]): CallObserver {
+  if (list.length === 1) return list[0]
+  return {
+    begin: (request, ctx) => {
+      const ends = list.map((observer) => observer.begin(request, ctx))
+      return (end, reply) => { for (const done of ends) done(end, reply) }
+    },
+  }
+}
