@@ -5,7 +5,16 @@
 import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
 
-const app = Fastify({ logger: { level: process.env.LOG_LEVEL ?? 'info' } })
+// Server timeouts a production app sets: a client that sends its body slowly, or never finishes
+// its headers, is cut off instead of holding a connection. Event streams (progress, listen) are
+// replies, which requestTimeout does not cover.
+const app = Fastify({
+  logger: { level: process.env.LOG_LEVEL ?? 'info' },
+  requestTimeout: 30_000, // the whole request, headers and body, must arrive within 30 s
+  connectionTimeout: 60_000, // an idle socket with no request in progress is closed after 60 s
+  keepAliveTimeout: 5_000, // how long an idle keep-alive connection waits for its next request
+  http: { headersTimeout: 10_000 }, // the headers must arrive within 10 s
+})
 
 await app.register(mocapi, {
   serverInfo: { name: 'mocapi-demo', version: '1.0.0' },
@@ -55,6 +64,18 @@ app.mcp.tool({
   // The side effect belongs here, after the last elicit().
   return `Booked ${trip.content.cabin} to ${args.to}${where}`
 })
+
+// SIGTERM (a deploy, a container stop) and SIGINT (Ctrl-C) close the app: in-flight calls get
+// mocapi's shutdownGrace to finish, listen streams end, and the process exits.
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    app.log.info({ signal }, 'closing')
+    app.close().then(() => process.exit(0), (error: unknown) => {
+      app.log.error({ err: error }, 'close failed')
+      process.exit(1)
+    })
+  })
+}
 
 const port = Number(process.env.PORT ?? 3000)
 await app.listen({ host: process.env.HOST ?? '127.0.0.1', port })
