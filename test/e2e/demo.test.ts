@@ -10,7 +10,7 @@ t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     // The demo runs from source through the TypeScript loader this test runs under, and reports no coverage of its own.
     const loader = process.execArgv.filter((arg) => arg.includes('typescript'))
-    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }
     delete env.NODE_V8_COVERAGE
     const child = spawn(process.execPath, [...loader, demo], { env, stdio: ['ignore', 'pipe', 'inherit'] })
     const lines: Array<Record<string, any>> = []
