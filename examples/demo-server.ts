@@ -71,11 +71,13 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
     app.log.info({ signal }, 'closing')
     app.close().then(() => process.exit(0), (error: unknown) => {
+      /* c8 ignore next 2 */
       app.log.error({ err: error }, 'close failed')
       process.exit(1)
     })
   })
 }
 
+/* c8 ignore next */ // the tests always pick a free port
 const port = Number(process.env.PORT ?? 3000)
 await app.listen({ host: process.env.HOST ?? '127.0.0.1', port })

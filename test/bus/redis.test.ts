@@ -146,14 +146,29 @@ async function redisTests (t: Test): Promise<void> {
     const heard: BusEvent[] = []
     await bus.subscribe(() => { throw new Error('listener broke') })
     await bus.subscribe((event) => heard.push(event))
-    const junk = ['not json', '42', 'null', '"tools"', '[]', '{"kind":"nope"}', '{"kind":"resource"}', '{"kind":"resource","uri":5}', '{"kind":"__proto__"}']
+    const junk = ['not json', '42', 'null', '"tools"', '[]', '{"kind":"nope"}', '{"kind":"resource"}', '{"kind":"resource","uri":5}', '{"kind":"__proto__"}',
+      '{"kind":"session","op":"level","level":"info"}', '{"kind":"session","session":"s","op":"level","level":"loud"}',
+      '{"kind":"session","session":"s","op":"subscribe"}', '{"kind":"session","session":"s","op":"cancel","requestId":{}}',
+      '{"kind":"session","session":"s","op":"other"}']
     for (const message of junk) await admin.publish(name, message)
-    await admin.publish(name, JSON.stringify({ kind: 'resource', uri: 'test://r', extra: true }))
-    await admin.publish(name, JSON.stringify({ kind: 'prompts', uri: 'ignored' }))
-    await until(() => heard.length === 2, 'the valid events arrived')
-    t.same(heard, [{ kind: 'resource', uri: 'test://r' }, { kind: 'prompts' }], 'only the fields of a change event are passed on')
+    const valid: Array<Record<string, unknown>> = [
+      { kind: 'resource', uri: 'test://r', extra: true },
+      { kind: 'prompts', uri: 'ignored' },
+      { kind: 'session', session: 's', op: 'level', level: 'debug', uri: 'ignored' },
+      { kind: 'session', session: 's', op: 'unsubscribe', uri: 'test://r' },
+      { kind: 'session', session: 's', op: 'cancel', requestId: 7, level: 'ignored' },
+    ]
+    for (const event of valid) await admin.publish(name, JSON.stringify(event))
+    await until(() => heard.length === valid.length, 'the valid events arrived')
+    t.same(heard, [
+      { kind: 'resource', uri: 'test://r' },
+      { kind: 'prompts' },
+      { kind: 'session', session: 's', op: 'level', level: 'debug' },
+      { kind: 'session', session: 's', op: 'unsubscribe', uri: 'test://r' },
+      { kind: 'session', session: 's', op: 'cancel', requestId: 7 },
+    ], 'only the fields of an event are passed on')
     t.equal(bus.malformed, junk.length)
-    t.same(errors.map((error) => (error as Error).message), ['listener broke', 'listener broke'], 'a throwing listener is reported, and the others still hear')
+    t.same(errors.map((error) => (error as Error).message), valid.map(() => 'listener broke'), 'a throwing listener is reported, and the others still hear')
   })
 
   t.test('app.close() closes both connections of each bus', async (t) => {
@@ -222,6 +237,46 @@ async function redisTests (t: Test): Promise<void> {
     client.destroy()
   })
 
+  t.test('a message sent to a node reaches only that node; one for a node that is gone says so', async (t) => {
+    const name = channel()
+    const errors: unknown[] = []
+    const one = new RedisBus({ url: redis.url, channel: name, onError: (error) => errors.push(error) })
+    const two = new RedisBus({ url: redis.url, channel: name })
+    t.teardown(() => Promise.all([one.close(), two.close()]))
+    const toOne: object[] = []
+    const toTwo: object[] = []
+    const stopOne = await one.receive('n1', (message) => toOne.push(message))
+    await two.receive('n2', (message) => toTwo.push(message))
+    t.equal(await two.send('n1', { answer: 1 }), true, 'a node listening as n1 received it')
+    t.equal(await one.send('n2', { answer: 2 }), true)
+    t.equal(await one.send('n3', { answer: 3 }), false, 'no node listens as n3')
+    for (const junk of ['not json', '7', 'null', '"text"']) await admin.publish(`${name}:node:n1`, junk)
+    await two.send('n1', { answer: 4 })
+    await until(() => toOne.length === 2 && toTwo.length === 1, 'each node got its own messages')
+    t.same(toOne, [{ answer: 1 }, { answer: 4 }])
+    t.same(toTwo, [{ answer: 2 }])
+    t.equal(one.malformed, 4, 'what is not a JSON object is counted and dropped')
+    stopOne()
+    await until(async () => (await two.send('n1', { answer: 5 })) === false, 'n1 stopped listening')
+    t.same(toOne, [{ answer: 1 }, { answer: 4 }], 'nothing arrives after the unsubscribe')
+    t.same(errors, [])
+  })
+
+  t.test('while Redis is unreachable at most maxPending events wait; the rest are dropped at once', async (t) => {
+    const down = await startRedis(t)
+    await down.stop()
+    const errors: unknown[] = []
+    const bus = new RedisBus({ url: down.url, channel: channel(), maxPending: 2, onError: (error) => errors.push(error) })
+    const waiting: Array<Promise<unknown>> = [bus.publish({ kind: 'tools' }), bus.send('n1', { answer: 1 })]
+    for (const publish of waiting) publish.catch(() => {})
+    await t.rejects(bus.publish({ kind: 'prompts' }), { message: 'mocapi: the RedisBus dropped an event: 2 are already waiting for Redis (maxPending)' })
+    await t.rejects(bus.send('n1', { answer: 2 }), { message: /dropped an event/ })
+    t.equal(bus.dropped, 2, 'the bus counts what it dropped')
+    await until(() => errors.length > 0, 'the outage was reported')
+    await bus.close()
+    for (const publish of waiting) await t.rejects(publish, 'closing fails the events that waited')
+  })
+
   t.test('options are checked when the bus is built', async (t) => {
     const cases: Array<[unknown, string]> = [
       [{ url: 6379 }, 'mocapi: RedisBus url must be a string, got number'],
@@ -230,6 +285,8 @@ async function redisTests (t: Test): Promise<void> {
       [{ onError: 'log' }, 'mocapi: RedisBus onError must be a function, got string'],
       [{ client: {} }, 'mocapi: RedisBus client must be a redis client (it has no duplicate())'],
       [{ client: null }, 'mocapi: RedisBus client must be a redis client (it has no duplicate())'],
+      [{ maxPending: 0 }, 'mocapi: RedisBus maxPending must be a positive integer, got 0'],
+      [{ maxPending: 1.5 }, 'mocapi: RedisBus maxPending must be a positive integer, got 1.5'],
       [{ client: createClient(), url: redis.url }, 'mocapi: RedisBus takes url or client, not both'],
     ]
     for (const [options, message] of cases) {
