@@ -15,9 +15,13 @@
  * session, questions on the call's event stream, answers in POSTs of their own) take part:
  * (d) 200 concurrent flows of one and two questions complete with exactly their own answers, most
  *     answers POSTed to another node than the one holding the call and routed there over Redis.
+ * (e) One node is killed (SIGKILL) under 2025-era flows: a call it held ends with a clear error
+ *     (its stream ends without a result), an answer POSTed for it afterwards gets 400 at once, and
+ *     the client, calling again on the same session, completes on a survivor; flows held by the
+ *     survivors complete undisturbed.
  *
- * It needs nginx and redis-server: without nginx the file is skipped, without redis-server (d)
- * is; either fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
+ * It needs nginx and redis-server: without nginx the file is skipped, without redis-server (d) and
+ * (e) are; either fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
  * MOCAPI_FLEET_KEEP=1 keeps the temporary directory (nginx.conf, error.log, access.log).
  */
 import t, { type Test } from 'tap'
@@ -31,6 +35,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { ACK_TIMEOUT_MS } from '../../lib/legacy/exchange.js'
 
 const VERSION = '2026-07-28'
 const FIXTURE = fileURLToPath(new URL('../fixtures/fleet-node.ts', import.meta.url))
@@ -1128,6 +1133,94 @@ async function fleet (nginxBin: string): Promise<void> {
     const line = `(d) 200 2025-era flows (100 one-question, 100 two-question), ${requests} requests in ${ms} ms; per node ${names.map((name) => `${name} ${counts[name]}`).join(', ')}; ` +
       `${crossed}/${posts.length} answers crossed nodes over Redis (slowest answer POST ${slowest} ms); ` +
       `${decoys.length} answers under another session refused (${decoys.filter((decoy) => decoy.node !== decoy.callNode).length} of them on another node); ${flows.filter((flow) => !flow.done).length} failures`
+    figures.push(line)
+    t.comment(line)
+  })
+
+  await t.test('(e) a node killed under 2025-era flows: its calls end with a clear error, answers to them get 400, the rest complete', { skip: skipLegacy }, async (t) => {
+    const victim = nodes[2]
+    // 90 held flows: each, once its first question arrived, waits to answer until the victim is dead.
+    let release!: () => void
+    const released = new Promise<void>((resolve) => { release = resolve })
+    let asked = 0
+    let allAsked!: () => void
+    const everyoneAsked = new Promise<void>((resolve) => { allAsked = resolve })
+    const held = Array.from({ length: 90 }, (_, i) => newLegacyFlow(i % 2 === 0 ? 'one_round' : 'two_rounds'))
+    const beforeAnswer = (n: number): Promise<void> | undefined => {
+      if (n !== 1) return undefined
+      if (++asked === held.length) allAsked()
+      return released
+    }
+    // And 15 clients running flow after flow through the kill, answering after 20 to 79 ms.
+    const free: LegacyFlow[] = []
+    const lanesRun = { stopping: false }
+    const lanes = Array.from({ length: 15 }, async () => {
+      while (!lanesRun.stopping) {
+        const flow = newLegacyFlow(randomInt(2) === 0 ? 'one_round' : 'two_rounds')
+        free.push(flow)
+        await runLegacyFlow(proxyPort, flow, { think: () => 20 + randomInt(60), maxCalls: 3 })
+      }
+    })
+    const started = Date.now()
+    const holding = Promise.all(held.map((flow) => runLegacyFlow(proxyPort, flow, { beforeAnswer, maxCalls: 2 })))
+    let deadAt = Infinity
+    let freeInFlight = 0
+    try {
+      const timeout = sleep(20_000).then(() => 'timeout')
+      if (await Promise.race([everyoneAsked, timeout]) === 'timeout') throw new Error(`only ${asked} of ${held.length} held flows got their first question within 20 s`)
+      freeInFlight = free.filter((flow) => !flow.done && flow.calls.length > 0).length
+      await victim.stop('SIGKILL')
+      deadAt = Date.now()
+    } finally {
+      release()
+      await holding
+      // The clients keep going a little while on the survivors.
+      await sleep(500)
+      lanesRun.stopping = true
+      await Promise.all(lanes)
+    }
+    const ms = Date.now() - started
+
+    const all = [...held, ...free]
+    t.same(all.flatMap((flow) => flow.wrong.map((text) => `${flow.id}: ${text}`)), [],
+      'no flow got anything but its own questions and answers or a clear error, and none hung')
+    t.same(all.flatMap((flow) => flow.protocolErrors.map((text) => `${flow.id}: ${text}`)), [], 'no JSON-RPC error')
+
+    const onVictim = held.filter((flow) => flow.calls[0]?.node === victim.name)
+    const onSurvivors = held.filter((flow) => flow.calls[0]?.node !== victim.name)
+    t.ok(onVictim.length >= 15, `${onVictim.length} of the ${held.length} held calls were on ${victim.name}`)
+    t.same(onVictim.filter((flow) => !flow.calls[0].outcome.startsWith('the stream ended without a result')).map((flow) => flow.calls[0].outcome), [],
+      `the stream of every held call on ${victim.name} ended without a result`)
+    t.same(onSurvivors.filter((flow) => !flow.done || flow.calls.length !== 1).map((flow) => `${flow.id}: ${flow.calls.map((call) => call.outcome).join(', ')}`), [],
+      'every held call on a survivor completed with its own answers')
+
+    // An answer sent once the victim was dead, for a call it held: Redis has no subscriber on the
+    // victim's channel, so the survivor that took the POST knows at once that nothing waits.
+    const late = all.flatMap((flow) => flow.posts).filter((post) => post.sentAt >= deadAt && post.callNode === victim.name)
+    t.ok(late.length >= onVictim.length, `${late.length} answers were POSTed, after its death, for calls ${victim.name} held`)
+    t.same(late.filter((post) => post.status !== 400 || post.node === victim.name || post.node === undefined || !post.body.includes('No request of this session waits')),
+      [], 'each got 400 from a survivor: no request waits for it')
+    const slowest = Math.max(...late.map((post) => post.ms))
+    t.ok(slowest < ACK_TIMEOUT_MS, `the slowest of them in ${slowest} ms: no ack awaited, Redis reached no subscriber`)
+
+    // Every flow's session outlives the node: a client whose call broke calls again, on any node.
+    t.equal(all.filter((flow) => flow.done).length, all.length, `all ${all.length} flows completed with their own answers, after calling again if their node died`)
+    t.ok(onVictim.every((flow) => flow.calls.length === 2 && flow.calls[1].node !== victim.name), 'each held flow of the victim completed on a survivor, on the same session')
+    const afterDeath = all.flatMap((flow) => flow.calls.filter((call) => call.sentAt >= deadAt))
+    t.same(afterDeath.filter((call) => call.node === victim.name), [], `no call sent after the kill was held by ${victim.name}`)
+
+    const failed = all.flatMap((flow) => flow.calls.filter((call) => call.outcome !== 'complete'))
+    const kinds = new Map<string, number>()
+    for (const call of failed) kinds.set(call.outcome, (kinds.get(call.outcome) ?? 0) + 1)
+    const counts = replyCounts(all, names)
+    const posts = all.flatMap((flow) => flow.posts)
+    const crossed = posts.filter((post) => post.node !== undefined && post.node !== post.callNode).length
+    const line = `(e) ${victim.name} SIGKILLed under 90 held 2025-era flows (each with its first question, ${onVictim.length} of them on ${victim.name}) and 15 clients ` +
+      `(${freeInFlight} flows in flight), ${all.length} flows in ${ms} ms; per node ${names.map((name) => `${name} ${counts[name]}`).join(', ')}; ` +
+      `clear errors: ${[...kinds.entries()].map(([kind, count]) => `${count} × ${kind}`).join('; ')}; ` +
+      `${late.length} answers for ${victim.name}'s calls after its death got 400 (slowest ${slowest} ms); ${crossed}/${posts.length} answers crossed nodes; ` +
+      `${all.filter((flow) => flow.done).length}/${all.length} completed (${all.filter((flow) => flow.done && flow.calls.length > 1).length} after calling again on their session), ` +
+      `${sum(all.map((flow) => flow.wrong.length))} wrong`
     figures.push(line)
     t.comment(line)
   })
