@@ -114,7 +114,7 @@ class NodeProcess {
     })
   }
 
-  /** Resolves when the process has printed `text`; rejects if it exits first or takes over 30 s. */
+  /** Resolves when the process has printed `text`; rejects if it exits first or takes over 90 s. */
   waitFor (text: string): Promise<void> {
     return new Promise((resolve, reject) => {
       const done = (error?: Error): void => {
@@ -129,10 +129,12 @@ class NodeProcess {
           done(new Error(`fleet node ${this.name} exited (${this.child.exitCode ?? this.child.signalCode}) before "${text}": ${this.stderr}`))
         }
       }
+      // Three processes load TypeScript at once, with their Redis client: on two busy cores that
+      // has taken almost 60 s.
       const timer = setTimeout(() => {
         this.child.kill('SIGKILL')
-        done(new Error(`fleet node ${this.name} did not print "${text}" within 30 s: ${this.stderr}`))
-      }, 30_000)
+        done(new Error(`fleet node ${this.name} did not print "${text}" within 90 s: ${this.stderr}`))
+      }, 90_000)
       this.waiting.add(check)
       check()
     })
@@ -837,6 +839,9 @@ if (nginxBin === null) {
 }
 
 async function fleet (nginxBin: string): Promise<void> {
+  // 80 to 100 s alone on two cores, most of it node processes loading TypeScript; over 200 s
+  // when the cores are shared with other work.
+  t.setTimeout(300_000)
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mocapi-fleet-'))
   const [proxyPort, redisPort, ...nodePorts] = await freePorts(5)
   // The nodes' bus: a real Redis, which routes a 2025-era client's answers to the node whose call waits.
