@@ -1223,7 +1223,9 @@ async function fleet (nginxBin: string): Promise<void> {
     const line = `(e) ${victim.name} SIGKILLed under 90 held 2025-era flows (each with its first question, ${onVictim.length} of them on ${victim.name}) and 15 clients ` +
       `(${freeInFlight} flows in flight), ${all.length} flows in ${ms} ms; per node ${names.map((name) => `${name} ${counts[name]}`).join(', ')}; ` +
       `clear errors: ${[...kinds.entries()].map(([kind, count]) => `${count} × ${kind}`).join('; ')}; ` +
-      `${late.length} answers for ${victim.name}'s calls after its death got 400 (slowest ${slowest} ms); ${crossed}/${posts.length} answers crossed nodes; ` +
+      `${late.length} answers for ${victim.name}'s calls after its death got 400 (slowest ${slowest} ms); ` +
+      `${posts.filter((post) => post.ms >= ACK_TIMEOUT_MS).length} answers forwarded to ${victim.name} as it died waited out the ${ACK_TIMEOUT_MS} ms ack; ` +
+      `${crossed}/${posts.length} answers crossed nodes; ` +
       `${all.filter((flow) => flow.done).length}/${all.length} completed (${all.filter((flow) => flow.done && flow.calls.length > 1).length} after calling again on their session), ` +
       `${sum(all.map((flow) => flow.wrong.length))} wrong`
     figures.push(line)
