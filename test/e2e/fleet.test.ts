@@ -11,12 +11,22 @@
  *     with flows in flight all along, loses none; afterwards a token minted under the old key is
  *     refused by every node, so the rotation really happened.
  *
- * It needs nginx: without it the file is skipped, or fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
+ * The nodes' bus is a real Redis (a throwaway redis-server), and 2025-era clients (initialize, a
+ * session, questions on the call's event stream, answers in POSTs of their own) take part:
+ * (d) 200 concurrent flows of one and two questions complete with exactly their own answers, most
+ *     answers POSTed to another node than the one holding the call and routed there over Redis.
+ * (e) One node is killed (SIGKILL) under 2025-era flows: a call it held ends with a clear error
+ *     (its stream ends without a result), an answer POSTed for it afterwards gets 400 at once, and
+ *     the client, calling again on the same session, completes on a survivor; flows held by the
+ *     survivors complete undisturbed.
+ *
+ * It needs nginx and redis-server: without nginx the file is skipped, without redis-server (d) and
+ * (e) are; either fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
  * MOCAPI_FLEET_KEEP=1 keeps the temporary directory (nginx.conf, error.log, access.log).
  */
 import t, { type Test } from 'tap'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { randomBytes, randomInt } from 'node:crypto'
+import { createHash, randomBytes, randomInt } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
@@ -25,6 +35,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { ACK_TIMEOUT_MS } from '../../lib/legacy/exchange.js'
 
 const VERSION = '2026-07-28'
 const FIXTURE = fileURLToPath(new URL('../fixtures/fleet-node.ts', import.meta.url))
@@ -84,9 +95,9 @@ class NodeProcess {
   private stderr = ''
   private readonly waiting = new Set<() => void>()
 
-  constructor (readonly name: string, port: number, readonly keys: string[]) {
+  constructor (readonly name: string, port: number, readonly keys: string[], env: Record<string, string>) {
     const child = spawn(process.execPath, [...nodeArgs, FIXTURE], {
-      env: { ...process.env, PORT: String(port), NODE_NAME: name, MOCAPI_REQUEST_STATE_KEYS: keys.join(','), FLEET_HOLD: '1' },
+      env: { ...process.env, ...env, PORT: String(port), NODE_NAME: name, MOCAPI_REQUEST_STATE_KEYS: keys.join(','), FLEET_HOLD: '1' },
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     this.child = child
@@ -103,7 +114,7 @@ class NodeProcess {
     })
   }
 
-  /** Resolves when the process has printed `text`; rejects if it exits first or takes over 30 s. */
+  /** Resolves when the process has printed `text`; rejects if it exits first or takes over 90 s. */
   waitFor (text: string): Promise<void> {
     return new Promise((resolve, reject) => {
       const done = (error?: Error): void => {
@@ -118,10 +129,12 @@ class NodeProcess {
           done(new Error(`fleet node ${this.name} exited (${this.child.exitCode ?? this.child.signalCode}) before "${text}": ${this.stderr}`))
         }
       }
+      // Three processes load TypeScript at once, with their Redis client: on two busy cores that
+      // has taken almost 60 s.
       const timer = setTimeout(() => {
         this.child.kill('SIGKILL')
-        done(new Error(`fleet node ${this.name} did not print "${text}" within 30 s: ${this.stderr}`))
-      }, 30_000)
+        done(new Error(`fleet node ${this.name} did not print "${text}" within 90 s: ${this.stderr}`))
+      }, 90_000)
       this.waiting.add(check)
       check()
     })
@@ -137,11 +150,12 @@ class NodeProcess {
 /** One node of the fleet: a fixed name and port, served by one process after another. */
 class FleetNode {
   current: NodeProcess | null = null
-  constructor (readonly name: string, readonly port: number) {}
+  /** `env`: what every process of the node gets besides its name, port and keys (REDIS_URL). */
+  constructor (readonly name: string, readonly port: number, readonly env: Record<string, string> = {}) {}
 
   /** A new process with `keys`, loaded, not yet listening. */
   async prepare (keys: string[]): Promise<NodeProcess> {
-    const next = new NodeProcess(this.name, this.port, keys)
+    const next = new NodeProcess(this.name, this.port, keys, this.env)
     await next.waitFor(`warm ${this.name}`)
     return next
   }
@@ -164,6 +178,36 @@ class FleetNode {
     child.kill(signal)
     await exited(child)
   }
+}
+
+/** Whether redis-server is installed. */
+function hasRedis (): boolean {
+  return spawnSync('redis-server', ['--version']).status === 0
+}
+
+/** True once something on the port answers PING. */
+function answersPing (port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1')
+    socket.setTimeout(500)
+    socket.once('connect', () => socket.write('PING\r\n'))
+    socket.once('data', (data) => { socket.destroy(); resolve(data.toString().startsWith('+PONG')) })
+    socket.once('timeout', () => { socket.destroy(); resolve(false) })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+/** A throwaway redis-server on a loopback port, nothing saved; its URL once it answers. */
+async function startRedis (port: number): Promise<string> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  processes.add(child)
+  child.once('exit', () => processes.delete(child))
+  for (let attempt = 0; !(await answersPing(port)); attempt++) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode} before accepting connections on port ${port}`)
+    if (attempt === 100) throw new Error(`redis-server did not accept connections on port ${port} within 5 s`)
+    await sleep(50)
+  }
+  return `redis://127.0.0.1:${port}`
 }
 
 /** The nginx configuration: round-robin over the nodes, no stickiness, everything inside `dir`. */
@@ -226,7 +270,7 @@ ${nodes.map((node) => `    server 127.0.0.1:${node.port} max_fails=0;`).join('\n
 // ---------------------------------------------------------------------------------------------
 // The client
 
-interface Reply { status: number, node: string | undefined, type: string, body: string }
+interface Reply { status: number, node: string | undefined, type: string, body: string, session?: string }
 
 /** Keep-alive connections to nginx, as a real client would hold. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 512 })
@@ -250,6 +294,7 @@ function post (port: number, headers: Record<string, string>, body: string): Pro
         node: response.headers['x-node'] as string | undefined,
         type: String(response.headers['content-type']),
         body: text,
+        session: response.headers['mcp-session-id'] as string | undefined,
       }))
     })
     request.setTimeout(30_000, () => request.destroy(new Error('no reply within 30 s')))
@@ -445,6 +490,342 @@ function checkFlows (t: Test, flows: Flow[], what: string): void {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The 2025-era client: initialize, then a tools/call whose questions come on its event stream and
+// whose answers are POSTs of their own, which round-robin sends to any node.
+
+/** The 2025 revisions the flows speak, in turn: both ask with elicitation/create. */
+const FLOW_VERSIONS = ['2025-11-25', '2025-06-18']
+
+/** How long a 2025-era request may stay silent (no byte of its reply) before the client calls it a hang. */
+const SILENCE_MS = 20_000
+
+/** How a reply read as it arrived ended. */
+interface Streamed {
+  status: number
+  node: string | undefined
+  type: string
+  /** The body of a reply that was no event stream. */
+  body: string
+  /** `end` when the reply was complete; otherwise why it broke off. */
+  ended: string
+}
+
+/** POSTs `body` and hands each message of an event-stream reply to `onMessage` as it arrives, with the node that sent it. */
+function postStreaming (port: number, headers: Record<string, string>, body: string, onMessage: (message: any, node: string | undefined) => void): Promise<Streamed> {
+  return new Promise((resolve) => {
+    let settled = false
+    const request = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/mcp',
+      agent,
+      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+    }, (response) => {
+      const type = String(response.headers['content-type'])
+      const streamed: Streamed = { status: response.statusCode ?? 0, node: response.headers['x-node'] as string | undefined, type, body: '', ended: 'end' }
+      let buffer = ''
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => {
+        if (!type.startsWith('text/event-stream')) {
+          streamed.body += chunk
+          return
+        }
+        buffer += chunk
+        for (let cut = buffer.indexOf('\n\n'); cut !== -1; cut = buffer.indexOf('\n\n')) {
+          const data = buffer.slice(0, cut).split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n')
+          buffer = buffer.slice(cut + 2)
+          if (data === '') continue
+          let message
+          try {
+            message = JSON.parse(data)
+          } catch {
+            message = { unparsable: data.slice(0, 200) }
+          }
+          onMessage(message, streamed.node)
+        }
+      })
+      const done = (ended: string): void => {
+        if (settled) return
+        settled = true
+        resolve({ ...streamed, ended })
+      }
+      response.once('end', () => done(buffer.trim() === '' ? 'end' : `end, with an unfinished event: ${buffer.slice(0, 100)}`))
+      response.once('error', (error: NodeJS.ErrnoException) => done(`broke: ${error.code ?? error.message}`))
+      response.once('close', () => done(response.complete ? 'end' : 'broke: closed'))
+    })
+    request.setTimeout(SILENCE_MS, () => request.destroy(new Error(`hang: silent for ${SILENCE_MS} ms`)))
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      if (settled) return
+      settled = true
+      resolve({ status: 0, node: undefined, type: '', body: '', ended: `connection: ${error.code ?? error.message}` })
+    })
+    request.end(body)
+  })
+}
+
+/** One answer POST: which call it answered, who took it, and what it got. */
+interface AnswerPost {
+  /** The server's request id, `<node>.<call>.<n>`. */
+  requestId: string
+  /** The node holding the call (the node of the call's event stream). */
+  callNode: string
+  /** The node that took the POST (its x-node); undefined for nginx's own errors. */
+  node: string | undefined
+  status: number
+  body: string
+  sentAt: number
+  ms: number
+  /** Resends after a 502 from nginx or a dropped connection. */
+  resends: number
+}
+
+/** One tools/call of a 2025-era flow, and how it ended. */
+interface LegacyCall {
+  /** The node of its event stream (the node that holds the call). */
+  node: string | undefined
+  sentAt: number
+  questions: number
+  /** `complete`, or the clear error the client saw. */
+  outcome: string
+}
+
+interface LegacyFlow {
+  id: string
+  tool: 'one_round' | 'two_rounds'
+  rounds: number
+  version: string
+  /** The answers, derived from a nonce of the flow's own: another flow's answer shows. */
+  answers: number[]
+  session: string | undefined
+  calls: LegacyCall[]
+  posts: AnswerPost[]
+  /** Answers POSTed under another client's session: each must be refused. */
+  decoys: AnswerPost[]
+  /** The node of every reply that came from one, every request of the flow counted. */
+  replies: string[]
+  /** JSON-RPC errors and refusals: they end the flow. */
+  protocolErrors: string[]
+  /** Anything that is neither this flow's own question or answer nor a clear error. Must stay empty. */
+  wrong: string[]
+  done: boolean
+}
+
+function newLegacyFlow (tool: LegacyFlow['tool']): LegacyFlow {
+  const nonce = randomBytes(8).toString('hex')
+  const rounds = tool === 'one_round' ? 1 : 2
+  return {
+    id: `l${++flowCount}-${nonce.slice(0, 6)}`,
+    tool,
+    rounds,
+    version: FLOW_VERSIONS[flowCount % FLOW_VERSIONS.length],
+    answers: Array.from({ length: rounds }, (_, i) => createHash('sha256').update(`${nonce}:${i}`).digest().readUInt32BE(0)),
+    session: undefined,
+    calls: [],
+    posts: [],
+    decoys: [],
+    replies: [],
+    protocolErrors: [],
+    wrong: [],
+    done: false,
+  }
+}
+
+/** The exchange name (the first part of a request id) seen for each fleet node: one per process. */
+const exchangeNames = new Map<string, Set<string>>()
+
+interface LegacyOptions {
+  /** ms before the client answers a question, as a user takes time to answer. */
+  think?: () => number
+  /** Awaited before question `n` (1-based) of a call is answered. */
+  beforeAnswer?: (n: number) => Promise<void> | void
+  /** Calls the flow makes at most: after a clear error, it calls again on the same session. */
+  maxCalls?: number
+  /** Another client's session: before each real answer, another value is POSTed under it, to be refused. */
+  decoy?: string
+}
+
+/** A POST sent again after a clear transport error (nginx's 502/503/504, a dropped connection); not after a hang. */
+async function postResending (port: number, headers: Record<string, string>, body: string): Promise<{ reply: Reply | undefined, resends: number, last: string }> {
+  let last = ''
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    try {
+      const reply = await post(port, headers, body)
+      if (reply.node !== undefined || ![502, 503, 504].includes(reply.status)) return { reply, resends: attempt - 1, last }
+      last = `HTTP ${reply.status} from nginx`
+    } catch (error) {
+      last = `connection: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`
+      if ((error as Error).message.startsWith('no reply within')) return { reply: undefined, resends: attempt - 1, last }
+    }
+    await sleep(25 * attempt)
+  }
+  return { reply: undefined, resends: MAX_ATTEMPTS - 1, last }
+}
+
+function legacyHeaders (flow: LegacyFlow): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+  if (flow.session !== undefined) {
+    headers['mcp-session-id'] = flow.session
+    headers['mcp-protocol-version'] = flow.version
+  }
+  return headers
+}
+
+/** Runs a 2025-era flow through nginx: initialize, initialized, then tools/call until it completes or `maxCalls` ended in clear errors. */
+async function runLegacyFlow (port: number, flow: LegacyFlow, options: LegacyOptions = {}): Promise<LegacyFlow> {
+  const initialize = await postResending(port, legacyHeaders(flow), JSON.stringify({
+    jsonrpc: '2.0',
+    id: nextId++,
+    method: 'initialize',
+    params: { protocolVersion: flow.version, capabilities: { elicitation: {} }, clientInfo: { name: 'fleet-test-2025', version: '1.0.0' } },
+  }))
+  const init = initialize.reply
+  if (init === undefined) {
+    flow.protocolErrors.push(`initialize: no reply, the last attempt: ${initialize.last}`)
+    return flow
+  }
+  if (init.node !== undefined) flow.replies.push(init.node)
+  const session = init.session
+  let version
+  try {
+    version = JSON.parse(init.body).result?.protocolVersion
+  } catch {}
+  if (init.status !== 200 || session === undefined || version !== flow.version) {
+    flow.wrong.push(`initialize: HTTP ${init.status} from ${init.node}, session ${session === undefined ? 'missing' : 'given'}: ${init.body.slice(0, 200)}`)
+    return flow
+  }
+  flow.session = session
+  const initialized = await postResending(port, legacyHeaders(flow), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }))
+  if (initialized.reply?.node !== undefined) flow.replies.push(initialized.reply.node)
+  if (initialized.reply?.status !== 202) {
+    flow.wrong.push(`notifications/initialized: ${initialized.reply === undefined ? initialized.last : `HTTP ${initialized.reply.status}`}`)
+    return flow
+  }
+  for (let n = 0; n < (options.maxCalls ?? 1) && !flow.done && flow.wrong.length === 0 && flow.protocolErrors.length === 0; n++) {
+    await legacyCall(port, flow, options)
+  }
+  return flow
+}
+
+/** One tools/call: answers each question on its stream in a POST of its own, and reads the result. */
+async function legacyCall (port: number, flow: LegacyFlow, options: LegacyOptions): Promise<void> {
+  const id = nextId++
+  const call: LegacyCall = { node: undefined, sentAt: Date.now(), questions: 0, outcome: '' }
+  flow.calls.push(call)
+  const answering: Array<Promise<void>> = []
+  let final: any
+  const onMessage = (message: any, node: string | undefined): void => {
+    call.node = node
+    if (message?.method === undefined) {
+      if (message?.id === id) final = message
+      else flow.wrong.push(`call ${flow.calls.length}: an unexpected message: ${JSON.stringify(message).slice(0, 200)}`)
+      return
+    }
+    // A notification: nothing to answer.
+    if (message.id === undefined) return
+    const n = ++call.questions
+    const expected = `flow ${flow.id}: question ${n} of ${flow.rounds}`
+    const [exchange] = String(message.id).split('.')
+    if (message.method !== 'elicitation/create' || message.params?.message !== expected || typeof message.id !== 'string' || n > flow.rounds) {
+      flow.wrong.push(`call ${flow.calls.length}: expected "${expected}", got ${JSON.stringify(message).slice(0, 300)}`)
+      return
+    }
+    if (call.node !== undefined) {
+      const names = exchangeNames.get(call.node) ?? new Set()
+      exchangeNames.set(call.node, names.add(exchange))
+    }
+    answering.push(answer(port, flow, call, message.id, flow.answers[n - 1], n, options))
+  }
+  const headers = { ...legacyHeaders(flow), 'mcp-method': 'tools/call', 'mcp-name': flow.tool }
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: flow.tool, arguments: { flow: flow.id } } })
+  const streamed = await postStreaming(port, headers, body, onMessage)
+  call.node = streamed.node
+  await Promise.all(answering)
+  if (streamed.node !== undefined) flow.replies.push(streamed.node)
+  if (streamed.ended.startsWith('hang')) {
+    flow.wrong.push(`call ${flow.calls.length} on ${streamed.node}: ${streamed.ended}`)
+    call.outcome = streamed.ended
+    return
+  }
+  if (streamed.node === undefined) {
+    // nginx's own error, or the connection dropped before a node replied: the call reached no node that holds it.
+    call.outcome = streamed.status === 0 ? streamed.ended : `HTTP ${streamed.status} from nginx`
+    return
+  }
+  if (!streamed.type.startsWith('text/event-stream')) {
+    let json
+    try {
+      json = JSON.parse(streamed.body)
+    } catch {}
+    call.outcome = `HTTP ${streamed.status} ${json?.error ? `${json.error.code} ${json.error.message}` : streamed.body.slice(0, 200)}`
+    flow.protocolErrors.push(`call ${flow.calls.length} on ${streamed.node}: ${call.outcome}`)
+    return
+  }
+  if (final === undefined) {
+    call.outcome = `the stream ended without a result (${streamed.ended})`
+    return
+  }
+  if (final.error !== undefined) {
+    call.outcome = `${final.error.code} ${final.error.message}`
+    flow.protocolErrors.push(`call ${flow.calls.length} on ${streamed.node}: ${call.outcome}`)
+    return
+  }
+  const expected = `flow ${flow.id}: answers ${flow.answers.join(',')}`
+  const text = final.result?.content?.[0]?.text
+  if (text !== expected || call.questions !== flow.rounds || streamed.ended !== 'end') {
+    flow.wrong.push(`call ${flow.calls.length} on ${streamed.node}: expected "${expected}" after ${flow.rounds} questions, ` +
+      `got ${JSON.stringify(final).slice(0, 300)} after ${call.questions} (${streamed.ended})`)
+    call.outcome = 'wrong'
+    return
+  }
+  call.outcome = 'complete'
+  flow.done = true
+}
+
+/** Answers one question of `call` in a POST of its own. */
+async function answer (port: number, flow: LegacyFlow, call: LegacyCall, requestId: string, value: number, n: number, options: LegacyOptions): Promise<void> {
+  if (options.think) await sleep(options.think())
+  await options.beforeAnswer?.(n)
+  if (options.decoy !== undefined) {
+    // Without a version header: the decoy session's version is not the flow's, and the refusal must be the exchange's.
+    const headers = { 'content-type': 'application/json', 'mcp-session-id': options.decoy }
+    flow.decoys.push(await answerPost(port, flow, call, headers, requestId, value + 1))
+  }
+  const post = await answerPost(port, flow, call, legacyHeaders(flow), requestId, value)
+  flow.posts.push(post)
+  // 202: taken; 400: nothing waits for it. Anything else, or no reply from any node, is not a clear answer.
+  if (post.status !== 202 && post.status !== 400) {
+    flow.wrong.push(`answer ${n} of call ${flow.calls.length}: HTTP ${post.status} from ${post.node}: ${post.body.slice(0, 200)}`)
+  }
+}
+
+/** POSTs `value` as the answer to `requestId`, resending after a clear transport error. */
+async function answerPost (port: number, flow: LegacyFlow, call: LegacyCall, headers: Record<string, string>, requestId: string, value: number): Promise<AnswerPost> {
+  const sentAt = Date.now()
+  const sent = await postResending(port, headers, JSON.stringify({ jsonrpc: '2.0', id: requestId, result: { action: 'accept', content: { n: value } } }))
+  const reply = sent.reply
+  if (reply?.node !== undefined) flow.replies.push(reply.node)
+  return { requestId, callNode: call.node ?? '?', node: reply?.node, status: reply?.status ?? 0, body: reply?.body ?? sent.last, sentAt, ms: Date.now() - sentAt, resends: sent.resends }
+}
+
+/** Requests served per node, every request of the 2025-era flows counted. */
+function replyCounts (flows: LegacyFlow[], names: string[]): Record<string, number> {
+  const counts = Object.fromEntries(names.map((name) => [name, 0]))
+  for (const flow of flows) for (const node of flow.replies) counts[node] = (counts[node] ?? 0) + 1
+  return counts
+}
+
+/** Checks that every 2025-era flow ended with its own answers, no JSON-RPC error, no clear error. */
+function checkLegacyFlows (t: Test, flows: LegacyFlow[], what: string): void {
+  t.same(flows.flatMap((flow) => flow.wrong.map((text) => `${flow.id}: ${text}`)), [],
+    `${what}: no flow got anything but its own questions and answers, and none hung`)
+  t.same(flows.flatMap((flow) => flow.protocolErrors.map((text) => `${flow.id}: ${text}`)), [], `${what}: no JSON-RPC error`)
+  t.same(flows.filter((flow) => flow.calls.length !== 1).map((flow) => `${flow.id}: ${flow.calls.map((call) => call.outcome).join(', ')}`), [],
+    `${what}: no clear error either, each completed in one call`)
+  t.equal(flows.filter((flow) => flow.done).length, flows.length, `${what}: all ${flows.length} flows completed`)
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const nginxBin = findNginx()
 if (nginxBin === null) {
@@ -458,9 +839,18 @@ if (nginxBin === null) {
 }
 
 async function fleet (nginxBin: string): Promise<void> {
+  // 80 to 100 s alone on two cores, most of it node processes loading TypeScript; over 200 s
+  // when the cores are shared with other work.
+  t.setTimeout(300_000)
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mocapi-fleet-'))
-  const [proxyPort, ...nodePorts] = await freePorts(4)
-  const nodes = ['n1', 'n2', 'n3'].map((name, i) => new FleetNode(name, nodePorts[i]))
+  const [proxyPort, redisPort, ...nodePorts] = await freePorts(5)
+  // The nodes' bus: a real Redis, which routes a 2025-era client's answers to the node whose call waits.
+  const redis = hasRedis()
+  if (!redis && process.env.MOCAPI_REQUIRE_SERVERS === '1') {
+    t.fail('redis-server is not installed, and MOCAPI_REQUIRE_SERVERS=1 requires the 2025-era fleet scenarios to run: install redis-server')
+  }
+  const redisUrl = redis ? await startRedis(redisPort) : undefined
+  const nodes = ['n1', 'n2', 'n3'].map((name, i) => new FleetNode(name, nodePorts[i], redisUrl === undefined ? {} : { REDIS_URL: redisUrl }))
   const names = nodes.map((node) => node.name)
 
   t.teardown(async () => {
@@ -696,6 +1086,148 @@ async function fleet (nginxBin: string): Promise<void> {
       `per node ${names.map((name) => `${name} ${counts[name]}`).join(', ')}; flows in flight at each restart ${Math.min(...spans)}-${Math.max(...spans)}; ` +
       `old-key tokens drained in ${drained} ms before the drop; ${errors} clear errors resent; ${flows.filter((flow) => !flow.done).length} lost; ` +
       `old-key token refused by ${refusals.size} of 3 nodes after (${[...new Set(refusals.values())].join('; ')})`
+    figures.push(line)
+    t.comment(line)
+  })
+
+  const skipLegacy = redisUrl === undefined ? 'redis-server is not installed: the 2025-era scenarios need a Redis bus' : false
+  /** The fleet node that asks under an exchange name (the first part of a request id). */
+  const holderOf = (requestId: string): string | undefined => {
+    const exchange = requestId.split('.')[0]
+    return [...exchangeNames.entries()].find(([, seen]) => seen.has(exchange))?.[0]
+  }
+
+  await t.test('(d) 200 concurrent 2025-era flows, answers POSTed to whichever node, complete with their own answers', { skip: skipLegacy }, async (t) => {
+    // The nodes were all restarted by (c): their exchanges have new names.
+    exchangeNames.clear()
+    const flows = Array.from({ length: 200 }, (_, i) => newLegacyFlow(i % 2 === 0 ? 'one_round' : 'two_rounds'))
+    // Another client's session: one flow in five first POSTs each answer (another value) under it.
+    const other = await post(proxyPort, { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, JSON.stringify({
+      jsonrpc: '2.0', id: nextId++, method: 'initialize', params: { protocolVersion: FLOW_VERSIONS[0], capabilities: {}, clientInfo: { name: 'decoy', version: '1.0.0' } },
+    }))
+    t.ok(other.session, 'another client has a session')
+    const started = Date.now()
+    await Promise.all(flows.map((flow, i) => runLegacyFlow(proxyPort, flow, { think: () => randomInt(20), decoy: i % 5 === 0 ? other.session : undefined })))
+    const ms = Date.now() - started
+    checkLegacyFlows(t, flows, '200 2025-era flows')
+    const decoys = flows.flatMap((flow) => flow.decoys)
+    t.equal(decoys.length, 20 * 1 + 20 * 2, 'one decoy before each answer of one flow in five')
+    t.same(decoys.filter((decoy) => decoy.status !== 400 || !decoy.body.includes('No request of this session waits for this answer')), [],
+      'an answer POSTed under another session is refused, on the node holding the call and on the others alike')
+
+    const posts = flows.flatMap((flow) => flow.posts)
+    t.equal(posts.length, 100 * 1 + 100 * 2, 'one answer POST per question')
+    t.same(posts.filter((post) => post.status !== 202 || post.resends > 0), [], 'every answer was taken (202) at its first POST')
+    t.same([...exchangeNames.entries()].map(([node, seen]) => [node, seen.size]).sort(), names.map((name) => [name, 1]),
+      'each node asks under one name of its own, the first part of its request ids')
+    t.equal(new Set([...exchangeNames.values()].flatMap((seen) => [...seen])).size, names.length, 'no two nodes share a name')
+    t.same(posts.filter((post) => holderOf(post.requestId) !== post.callNode), [], 'every request id names the node whose stream carried it')
+
+    // Each question reached its client while the call waited on its node: nginx passes the event
+    // stream on as it comes (proxy_buffering off; mocapi also sends X-Accel-Buffering: no).
+    // Round-robin deals each POST to the next node in turn, whatever node holds its call: with
+    // three nodes, two answers in three land on another node (expected 200 of 300, standard
+    // deviation about 8). At least half must have, each routed over Redis to the node that waits.
+    const crossed = posts.filter((post) => post.node !== post.callNode).length
+    t.ok(crossed >= 0.5 * posts.length, `${crossed} of ${posts.length} answers were POSTed to another node than the call's, and reached it over Redis`)
+    const counts = replyCounts(flows, names)
+    const requests = sum(Object.values(counts))
+    t.equal(requests, 200 * 3 + posts.length + decoys.length, 'initialize, notifications/initialized, tools/call, an answer per question and the decoys')
+    for (const name of names) t.ok(counts[name] >= requests / 3 - 3 && counts[name] <= requests / 3 + 3, `${name} served a third of the requests (${counts[name]})`)
+    const slowest = Math.max(...posts.map((post) => post.ms))
+    const line = `(d) 200 2025-era flows (100 one-question, 100 two-question), ${requests} requests in ${ms} ms; per node ${names.map((name) => `${name} ${counts[name]}`).join(', ')}; ` +
+      `${crossed}/${posts.length} answers crossed nodes over Redis (slowest answer POST ${slowest} ms); ` +
+      `${decoys.length} answers under another session refused (${decoys.filter((decoy) => decoy.node !== decoy.callNode).length} of them on another node); ${flows.filter((flow) => !flow.done).length} failures`
+    figures.push(line)
+    t.comment(line)
+  })
+
+  await t.test('(e) a node killed under 2025-era flows: its calls end with a clear error, answers to them get 400, the rest complete', { skip: skipLegacy }, async (t) => {
+    const victim = nodes[2]
+    // 90 held flows: each, once its first question arrived, waits to answer until the victim is dead.
+    let release!: () => void
+    const released = new Promise<void>((resolve) => { release = resolve })
+    let asked = 0
+    let allAsked!: () => void
+    const everyoneAsked = new Promise<void>((resolve) => { allAsked = resolve })
+    const held = Array.from({ length: 90 }, (_, i) => newLegacyFlow(i % 2 === 0 ? 'one_round' : 'two_rounds'))
+    const beforeAnswer = (n: number): Promise<void> | undefined => {
+      if (n !== 1) return undefined
+      if (++asked === held.length) allAsked()
+      return released
+    }
+    // And 15 clients running flow after flow through the kill, answering after 20 to 79 ms.
+    const free: LegacyFlow[] = []
+    const lanesRun = { stopping: false }
+    const lanes = Array.from({ length: 15 }, async () => {
+      while (!lanesRun.stopping) {
+        const flow = newLegacyFlow(randomInt(2) === 0 ? 'one_round' : 'two_rounds')
+        free.push(flow)
+        await runLegacyFlow(proxyPort, flow, { think: () => 20 + randomInt(60), maxCalls: 3 })
+      }
+    })
+    const started = Date.now()
+    const holding = Promise.all(held.map((flow) => runLegacyFlow(proxyPort, flow, { beforeAnswer, maxCalls: 2 })))
+    let deadAt = Infinity
+    let freeInFlight = 0
+    try {
+      const timeout = sleep(20_000).then(() => 'timeout')
+      if (await Promise.race([everyoneAsked, timeout]) === 'timeout') throw new Error(`only ${asked} of ${held.length} held flows got their first question within 20 s`)
+      freeInFlight = free.filter((flow) => !flow.done && flow.calls.length > 0).length
+      await victim.stop('SIGKILL')
+      deadAt = Date.now()
+    } finally {
+      release()
+      await holding
+      // The clients keep going a little while on the survivors.
+      await sleep(500)
+      lanesRun.stopping = true
+      await Promise.all(lanes)
+    }
+    const ms = Date.now() - started
+
+    const all = [...held, ...free]
+    t.same(all.flatMap((flow) => flow.wrong.map((text) => `${flow.id}: ${text}`)), [],
+      'no flow got anything but its own questions and answers or a clear error, and none hung')
+    t.same(all.flatMap((flow) => flow.protocolErrors.map((text) => `${flow.id}: ${text}`)), [], 'no JSON-RPC error')
+
+    const onVictim = held.filter((flow) => flow.calls[0]?.node === victim.name)
+    const onSurvivors = held.filter((flow) => flow.calls[0]?.node !== victim.name)
+    t.ok(onVictim.length >= 15, `${onVictim.length} of the ${held.length} held calls were on ${victim.name}`)
+    t.same(onVictim.filter((flow) => !flow.calls[0].outcome.startsWith('the stream ended without a result')).map((flow) => flow.calls[0].outcome), [],
+      `the stream of every held call on ${victim.name} ended without a result`)
+    t.same(onSurvivors.filter((flow) => !flow.done || flow.calls.length !== 1).map((flow) => `${flow.id}: ${flow.calls.map((call) => call.outcome).join(', ')}`), [],
+      'every held call on a survivor completed with its own answers')
+
+    // An answer sent once the victim was dead, for a call it held: Redis has no subscriber on the
+    // victim's channel, so the survivor that took the POST knows at once that nothing waits.
+    const late = all.flatMap((flow) => flow.posts).filter((post) => post.sentAt >= deadAt && post.callNode === victim.name)
+    t.ok(late.length >= onVictim.length, `${late.length} answers were POSTed, after its death, for calls ${victim.name} held`)
+    t.same(late.filter((post) => post.status !== 400 || post.node === victim.name || post.node === undefined || !post.body.includes('No request of this session waits')),
+      [], 'each got 400 from a survivor: no request waits for it')
+    const slowest = Math.max(...late.map((post) => post.ms))
+    t.ok(slowest < ACK_TIMEOUT_MS, `the slowest of them in ${slowest} ms: no ack awaited, Redis reached no subscriber`)
+
+    // Every flow's session outlives the node: a client whose call broke calls again, on any node.
+    t.equal(all.filter((flow) => flow.done).length, all.length, `all ${all.length} flows completed with their own answers, after calling again if their node died`)
+    t.ok(onVictim.every((flow) => flow.calls.length === 2 && flow.calls[1].node !== victim.name), 'each held flow of the victim completed on a survivor, on the same session')
+    const afterDeath = all.flatMap((flow) => flow.calls.filter((call) => call.sentAt >= deadAt))
+    t.same(afterDeath.filter((call) => call.node === victim.name), [], `no call sent after the kill was held by ${victim.name}`)
+
+    const failed = all.flatMap((flow) => flow.calls.filter((call) => call.outcome !== 'complete'))
+    const kinds = new Map<string, number>()
+    for (const call of failed) kinds.set(call.outcome, (kinds.get(call.outcome) ?? 0) + 1)
+    const counts = replyCounts(all, names)
+    const posts = all.flatMap((flow) => flow.posts)
+    const crossed = posts.filter((post) => post.node !== undefined && post.node !== post.callNode).length
+    const line = `(e) ${victim.name} SIGKILLed under 90 held 2025-era flows (each with its first question, ${onVictim.length} of them on ${victim.name}) and 15 clients ` +
+      `(${freeInFlight} flows in flight), ${all.length} flows in ${ms} ms; per node ${names.map((name) => `${name} ${counts[name]}`).join(', ')}; ` +
+      `clear errors: ${[...kinds.entries()].map(([kind, count]) => `${count} × ${kind}`).join('; ')}; ` +
+      `${late.length} answers for ${victim.name}'s calls after its death got 400 (slowest ${slowest} ms); ` +
+      `${posts.filter((post) => post.ms >= ACK_TIMEOUT_MS).length} answers forwarded to ${victim.name} as it died waited out the ${ACK_TIMEOUT_MS} ms ack; ` +
+      `${crossed}/${posts.length} answers crossed nodes; ` +
+      `${all.filter((flow) => flow.done).length}/${all.length} completed (${all.filter((flow) => flow.done && flow.calls.length > 1).length} after calling again on their session), ` +
+      `${sum(all.map((flow) => flow.wrong.length))} wrong`
     figures.push(line)
     t.comment(line)
   })
