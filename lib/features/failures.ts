@@ -23,8 +23,15 @@ export class Failures {
     this.#expose = expose
   }
 
-  /** Logs a handler's failure and returns the text the client is told. */
+  /**
+   * Logs a handler's failure and returns the text the client is told. A handler that gave up
+   * because its call was aborted (the client left, the server is closing) is routine: info level.
+   */
   handlerFailed (ctx: McpContext, label: string, error: unknown): string {
+    if (error instanceof Error && error.name === 'AbortError' && ctx.signal.aborted) {
+      ctx.logger.info({ mcp: { method: ctx.method, handler: label, reason: error.message } }, `mocapi: ${label} stopped, its call aborted`)
+      return this.#expose ? error.message : `${label} failed; the server logged the details`
+    }
     ctx.logger.error({ err: error instanceof Error ? error : { message: messageOf(error) }, mcp: { method: ctx.method, handler: label } }, `mocapi: ${label} threw`)
     return this.#expose ? messageOf(error) : `${label} failed; the server logged the details`
   }

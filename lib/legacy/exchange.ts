@@ -94,7 +94,7 @@ export class Exchange {
 
   /** Ends every wait: the server is closing. */
   stop (): void {
-    for (const waiting of [...this.#calls.values()]) waiting.done({ kind: 'aborted', reason: new Error('the server is shutting down') })
+    for (const waiting of [...this.#calls.values()]) waiting.done({ kind: 'aborted', reason: new DOMException('the server is shutting down', 'AbortError') })
   }
 
   /**

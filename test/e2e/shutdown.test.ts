@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, meta, VERSION } from '../helpers.js'
+import { build, capturedLogs, meta, VERSION } from '../helpers.js'
 
 function post (url: string, id: number, name: string, extraMeta: object = {}) {
   return fetch(url, {
@@ -75,4 +75,32 @@ t.test('app.close() aborts handlers\' signals, waits shutdownGrace, then ends wh
   t.same(await hungReply.json(), { jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'The server shut down before the request completed' } })
   const streamReply = await stream
   await t.rejects(streamReply.text(), 'a stream still running is cut')
+})
+
+t.test('a handler that gives up when its call is aborted is logged as routine, one that fails as an error', async (t) => {
+  const logs = capturedLogs('info')
+  const app = await build(t, { shutdownGrace: 2000 }, (app) => {
+    app.mcp.tool({ name: 'gives_up' }, async (_args, ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+      ctx.signal.throwIfAborted()
+    })
+      .tool({ name: 'breaks' }, async (_args, ctx) => {
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+        throw new Error('the database went away')
+      })
+  }, logs.options)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp`
+  const givesUp = post(url, 1, 'gives_up')
+  const breaks = post(url, 2, 'breaks')
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  await app.close()
+  const gaveUp = (await (await givesUp).json()).result
+  t.equal(gaveUp.isError, true)
+  t.same(gaveUp.content, [{ type: 'text', text: 'the server is shutting down' }], 'the client is told why')
+  const broke = (await (await breaks).json()).result
+  t.same(broke.content, [{ type: 'text', text: 'the database went away' }])
+  const about = (tool: string) => logs.lines.filter((line) => line.mcp?.handler === `tool ${tool}`).map((line) => [line.level, line.msg])
+  t.same(about('gives_up'), [[30, 'mocapi: tool gives_up stopped, its call aborted']], 'an aborted call is routine: info')
+  t.same(about('breaks'), [[50, 'mocapi: tool breaks threw']], 'a real failure while closing is still an error')
 })

@@ -262,3 +262,20 @@ t.test('a GET stream\'s subscriptions are bounded, and subscribing twice or unsu
   t.notMatch(text, 'test://many/2', 'past the limit, a subscription is not taken')
   controller.abort()
 })
+
+t.test('a 2025-era call waiting for its answer when the server closes ends as routine, not as a failure', async (t) => {
+  const logs = capturedLogs('info')
+  const { app, url } = await served(t, {}, logs)
+  const session = await openSession(url)
+  let closing: Promise<void> | undefined
+  const call = await session.call('tools/call', { name: 'greet' }, () => {
+    closing = app.close()
+    return undefined
+  })
+  await closing
+  t.equal(call.requests.length, 1, 'the question was asked')
+  t.equal(call.response.result.isError, true)
+  t.same(call.response.result.content, [{ type: 'text', text: 'the server is shutting down' }], 'the client is told why')
+  t.same(logs.lines.filter((line) => line.mcp?.handler === 'tool greet').map((line) => [line.level, line.msg]),
+    [[30, 'mocapi: tool greet stopped, its call aborted']], 'logged at info, not as a tool that threw')
+})
