@@ -84,7 +84,6 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   fastify.addHook('preClose', async () => {
     lifecycle.close()
     subscriptions.closeAll()
-    exchange.stop()
   })
   fastify.addHook('onClose', async () => {
     lifecycle.closed()

@@ -92,14 +92,10 @@ export class Exchange {
     this.#ackTimeout = ackTimeout
   }
 
-  /** Ends every wait: the server is closing. */
-  stop (): void {
-    for (const waiting of [...this.#calls.values()]) waiting.done({ kind: 'aborted', reason: new DOMException('the server is shutting down', 'AbortError') })
-  }
-
   /**
    * Sends a round's input requests to the client, each with an id of its own, through `send`,
-   * and waits for every answer, for `timeout` ms at most, or until `signal` aborts.
+   * and waits for every answer, for `timeout` ms at most, or until `signal` aborts. The signal is
+   * the call's reply's, which the server's shutdown aborts too, so no wait outlives the server.
    */
   ask (asker: Asker, inputRequests: Record<string, InputRequest>, send: (request: object) => boolean, signal: AbortSignal,
     params: (request: InputRequest, id: string) => JsonObject): Promise<RoundOutcome> {

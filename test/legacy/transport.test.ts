@@ -160,6 +160,9 @@ t.test('a GET stream needs a live session and an event-stream Accept', async (t)
   const app = await served(t)
   const { headers } = await initialize(app)
   t.equal((await app.inject({ method: 'GET', url: '/mcp', headers: { ...headers, accept: 'application/json' } })).statusCode, 406)
+  const noAccept: Record<string, string> = { ...headers as Record<string, string> }
+  delete noAccept.accept
+  t.equal((await app.inject({ method: 'GET', url: '/mcp', headers: noAccept })).statusCode, 406, 'no Accept at all')
   t.equal((await app.inject({ method: 'GET', url: '/mcp', headers: { ...headers, accept: 'text/event-stream', 'mcp-session-id': 'nope' } })).statusCode, 404)
   t.equal((await app.inject({ method: 'GET', url: '/mcp', headers: { accept: 'text/event-stream' } })).statusCode, 405, 'without a session, nothing to stream')
   t.equal((await app.inject({ method: 'DELETE', url: '/mcp', headers })).statusCode, 405, 'a sealed session cannot be revoked')

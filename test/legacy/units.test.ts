@@ -78,6 +78,8 @@ t.test('a node remembers the log levels of a bounded number of sessions, the mos
 t.test('results and errors in the 2025 shapes', async (t) => {
   t.same(legacyResult('tools/call', { resultType: 'complete', content: [], _meta: { 'io.modelcontextprotocol/serverInfo': {}, 'com.example/trace': 'x' } }),
     { content: [], _meta: { 'com.example/trace': 'x' } }, 'other _meta keys stay')
+  t.same(legacyResult('tools/call', { content: [], _meta: { 'com.example/trace': 'y' } }), { content: [], _meta: { 'com.example/trace': 'y' } }, 'a _meta without serverInfo is kept whole')
+  t.same(legacyResult('prompts/get', { messages: [], _meta: { 'io.modelcontextprotocol/serverInfo': {} } }), { messages: [] }, 'a _meta of serverInfo alone goes')
   t.same(legacyResult('tools/call', { content: [], structuredContent: { a: 1 } }), { content: [], structuredContent: { a: 1 } })
   const kept = new McpError(-32603, 'boom', { statusCode: 500 })
   t.equal(legacyError('tools/call', kept), kept, 'an error that needs no change is the same error')
@@ -181,4 +183,50 @@ t.test('a requestState principal that is not a string is refused by the codec', 
   for (const [principal, named] of [[[], 'array'], [7, 'number'], [undefined, 'undefined']] as const) {
     t.throws(() => codec.encode({ method: 'm', originalParams: {}, ledger: [], principal: principal as never }), { message: `requestState principal must be a string or null (got ${named})` })
   }
+})
+
+t.test('the exchange: waits that end every way, answers taken once, and bus messages checked', async (t) => {
+  const log = Fastify().log
+  const sent: object[] = []
+  const exchange = new Exchange({ routed: true, send: async (_node, message) => { sent.push(message); return true } }, log, 100)
+  const asker = { session: 's', principal: 'alice' }
+  const question = { 'elicit-1': { method: 'elicitation/create', params: { message: 'Name?', requestedSchema: { type: 'object', properties: {} } } } } as any
+  const params = () => ({})
+  const gone = new AbortController()
+  gone.abort(new DOMException('the client went away', 'AbortError'))
+  const before = await exchange.ask(asker, question, () => true, gone.signal, params)
+  t.same([before.kind, (before as any).reason.message], ['aborted', 'the client went away'], 'a signal aborted before asking asks nothing')
+  const unsent = await exchange.ask(asker, question, () => false, new AbortController().signal, params)
+  t.same([unsent.kind, (unsent as any).reason.message], ['aborted', 'the client went away'], 'a request that cannot be sent ends the wait')
+  const racing = new AbortController()
+  const raced = await exchange.ask(asker, question, () => { racing.abort(new DOMException('closed while sending', 'AbortError')); return false }, racing.signal, params)
+  t.equal((raced as any).reason.message, 'closed while sending', 'the first way a wait ends is the one reported')
+  t.same(await exchange.ask(asker, question, () => true, new AbortController().signal, params), { kind: 'timeout' }, 'no answer within the timeout')
+
+  let id = ''
+  const waiting = exchange.ask(asker, question, (request) => { id = (request as { id: string }).id; return true }, new AbortController().signal, params)
+  t.equal(await exchange.answer({ id, result: { action: 'accept' }, error: undefined }, { session: 's', principal: 'mallory' }), 'refused', 'another caller of the session')
+  t.equal(await exchange.answer({ id, result: { action: 'accept' }, error: undefined }, { session: 'other', principal: 'alice' }), 'refused', 'another session')
+  t.equal(await exchange.answer({ id: id.replace(/\.0$/, '.7'), result: {}, error: undefined }, asker), 'refused', 'a request never sent')
+  t.equal(await exchange.answer({ id, result: { action: 'accept' }, error: undefined }, asker), 'accepted')
+  t.same(await waiting, { kind: 'answered', responses: { 'elicit-1': { action: 'accept' } }, errors: [] })
+  t.equal(await exchange.answer({ id, result: { action: 'decline' }, error: undefined }, asker), 'refused', 'an answer is taken once')
+
+  let forwardedId = ''
+  const forwarded = exchange.ask(asker, question, (request) => { forwardedId = (request as { id: string }).id; return true }, new AbortController().signal, params)
+  exchange.received({ t: 'answer', id: forwardedId, from: 'n2', ticket: 't1', asker, error: { code: -1, message: 'user closed the dialog' } })
+  t.same(await forwarded, { kind: 'answered', responses: {}, errors: [{ key: 'elicit-1', method: 'elicitation/create', error: { code: -1, message: 'user closed the dialog' } }] },
+    'an error answer forwarded from another node, by a named caller')
+  exchange.received({ t: 'answer', id: 'no-dots', from: 'n2', ticket: 't2', asker })
+  exchange.received({ t: 'answer', id: 'a.b.c', from: 'n2', ticket: 't3', asker: { session: 's', principal: 5 } })
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(sent, [{ t: 'ack', ticket: 't1', delivery: 'accepted' }, { t: 'ack', ticket: 't2', delivery: 'refused' }], 'a malformed id is refused; a malformed caller is dropped')
+
+  const pending = exchange.answer({ id: 'n2.call.0', result: {}, error: undefined }, asker)
+  await new Promise((resolve) => setImmediate(resolve))
+  const { ticket } = sent.at(-1) as { ticket: string }
+  exchange.received({ t: 'ack', ticket: 5, delivery: 'accepted' })
+  exchange.received({ t: 'ack', ticket, delivery: 'maybe' })
+  exchange.received({ t: 'ack', ticket, delivery: 'accepted' })
+  t.equal(await pending, 'accepted', 'only a well-formed acknowledgement settles a forwarded answer')
 })
