@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { InProcessBus, requestedSchema } from '../../lib/index.js'
 import {
   McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled, textOf,
-  type InputRequestView,
+  type InputRequestView, type Notification,
 } from '../../lib/testing/index.js'
 import { build, capturedLogs } from '../helpers.js'
 
@@ -41,6 +41,7 @@ async function desk (t: Test, options = {}, seen: Seen[] = []) {
     app.mcp.tool({ name: 'progress' }, async (_args, ctx) => {
       ctx.progress(1, 2)
       const go = await ctx.elicit('Go on?', requestedSchema().boolean('go'))
+      ctx.progress(2, 2)
       return go.action
     })
     app.mcp.tool({ name: 'forever' }, async (_args, ctx) => {
@@ -139,6 +140,19 @@ t.test('each 2025 revision: the session speaks the version asked, and elicitatio
   const { rounds, result } = await client.callTool('signin', {}, (request) => request.kind === 'elicitUrl' ? accept() : decline())
   t.equal(textOf(result), 'accept')
   t.match(rounds[0].inputRequests['elicit-1'].params, { mode: 'url', url: 'https://example.com/login', elicitationId: /^[\w-]+\.[\w-]+\.0$/ })
+})
+
+t.test('progress reported before a question: each replay of the handler reports again, the client hears it once', async (t) => {
+  const heard: Notification[] = []
+  const app = await desk(t)
+  let header: unknown
+  app.addHook('onRequest', async (request) => { header ??= request.headers['x-trace'] })
+  const client = createTestClient(app, { protocolVersion: '2025-11-25', onNotification: (notification) => heard.push(notification) })
+  const { result, notifications } = await client.callTool('progress', {}, () => accept({ go: true }), { meta: { progressToken: 'p1' }, headers: { 'X-Trace': 't1' } })
+  t.equal(textOf(result), 'accept')
+  t.same(notifications.map((n) => n.params?.progress), [1, 2], 'progress only ever increases on the stream')
+  t.same(heard, notifications)
+  t.equal(header, 't1')
 })
 
 t.test('a prompt and a resource that elicit', async (t) => {
