@@ -4,7 +4,7 @@
  * to 2026-07-28 (stateless, elicitation by replay).
  */
 import t, { type Test } from 'tap'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { AddressInfo } from 'node:net'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -13,7 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
 import { requestedSchema } from '../../lib/index.js'
-import { MOCAPI_VERSION, build } from '../helpers.js'
+import { MOCAPI_VERSION, build, capturedLogs } from '../helpers.js'
 
 /** An answer to an elicitation, as both SDKs take it. */
 type Elicited = { action: 'accept', content: Record<string, string | number | boolean> } | { action: 'decline' } | { action: 'cancel' }
@@ -33,7 +33,7 @@ interface Received {
  * A travel desk on a free port: a plain tool, tools that ask once and twice, and one that samples
  * and lists roots at once. It records what it receives.
  */
-async function desk (t: Test, options = {}, setup?: (app: FastifyInstance) => void) {
+async function desk (t: Test, options = {}, setup?: (app: FastifyInstance) => void, fastifyOptions: FastifyServerOptions = {}) {
   const received: Received = { posts: [], gets: [] }
   const app = await build(t, options, (app) => {
     app.addHook('preHandler', async (request) => {
@@ -65,7 +65,7 @@ async function desk (t: Test, options = {}, setup?: (app: FastifyInstance) => vo
       return `${(reply.content as { text: string }).text}; ${list.map((root) => root.uri).join(', ')}`
     })
     setup?.(app)
-  })
+  }, fastifyOptions)
   await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, ...received, url: new URL(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`) }
 }
@@ -293,4 +293,19 @@ t.test('an answer POSTed with another session\'s id is refused; the right sessio
 
   release()
   t.equal(textOf(await call), 'Hello, Ada', 'the right session\'s answer completes the call')
+})
+
+t.test('sdk v1: a call the client cancels while it waits for an answer is no handler failure', async (t) => {
+  const logs = capturedLogs()
+  const { url } = await desk(t, { session: { answerTimeout: 30_000 } }, undefined, logs.options)
+  const client = new ClientV1({ name: 'impatient', version: '1.0.0' }, { capabilities: { elicitation: {} } })
+  client.setRequestHandler(ElicitRequestSchema, () => new Promise(() => {}))
+  await client.connect(new TransportV1(url))
+  t.teardown(() => client.close())
+  // The client gives up first, and sends notifications/cancelled.
+  await t.rejects(client.callTool({ name: 'greet', arguments: {} }, undefined, { timeout: 300 }), { code: -32001, message: /Request timed out/ })
+  const ended = () => logs.lines.find((line) => line.msg === 'mcp call' && line.mcp.method === 'tools/call')
+  for (let i = 0; i < 200 && ended() === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.has(ended(), { level: 30, mcp: { name: 'greet', outcome: 'error' } }, 'the call ended when the client cancelled it, long before session.answerTimeout')
+  t.same(logs.lines.filter((line) => line.level >= 50), [], 'nothing logged as an error: the tool did not fail')
 })
