@@ -137,13 +137,17 @@ export class McpContext {
   #target: AskTarget | undefined
   #round = 0
   #signal: AbortSignal | undefined
+  /** The last progress the handler reported in this pass. */
   #lastProgress = -Infinity
+  /** The last progress sent: a 2025-era call replays on one stream, and its client must hear progress increase. */
+  #sentProgress = -Infinity
 
   static {
     bind = (ctx, target, round) => {
       ctx.#target = target
       ctx.#round = round
       ctx.#signal = undefined
+      ctx.#lastProgress = -Infinity
     }
     stateOf = (ctx) => ctx.#principalState
     streamOfContext = (ctx) => ctx.#stream
@@ -284,7 +288,9 @@ export class McpContext {
 
   /**
    * Reports progress with `notifications/progress`, when the request asked for it with
-   * `_meta.progressToken`. `progress` must increase from one call to the next.
+   * `_meta.progressToken`. `progress` must increase from one call to the next within a pass of the
+   * handler; a replayed pass may report again what an earlier pass of the same request sent,
+   * which is not sent twice.
    */
   progress (progress: number, total?: number, message?: string): void {
     const progressToken = this.meta.progressToken
@@ -292,7 +298,8 @@ export class McpContext {
       throw new InvalidArgumentError(`progress must be a number greater than the last one reported (${this.#lastProgress}), got ${progress}`)
     }
     this.#lastProgress = progress
-    if (progressToken === undefined) return
+    if (progressToken === undefined || progress <= this.#sentProgress) return
+    this.#sentProgress = progress
     const params: JsonObject = { progressToken, progress }
     if (total !== undefined) params.total = total
     if (message !== undefined) params.message = message

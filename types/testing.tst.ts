@@ -4,7 +4,7 @@ import {
   McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled, textOf,
   type AnswerFunction, type Answers, type CallToolResult, type CreateMessageParams, type CreateMessageResult, type ElicitResult,
   type GetPromptResult, type InputRequestView, type ListRootsResult, type Outcome, type ReadResourceResult, type RequestedSchema,
-  type Round, type TestClient, type TestTarget,
+  type Round, type TestClient, type TestTarget, type LegacyProtocolVersion, type CompleteResult,
 } from '../lib/testing/index.js'
 
 const client = createTestClient(Fastify())
@@ -110,4 +110,26 @@ test('errors carry the JSON-RPC code, data and HTTP status', () => {
   expect(error.data).type.toBe<unknown>()
   expect(error.rounds).type.toBe<Round[]>()
   expect(error).type.toBeAssignableTo<Error>()
+})
+
+test('a client of a 2025 revision: its results carry no resultType', async () => {
+  const legacy = createTestClient(Fastify(), { protocolVersion: '2025-11-25' })
+  expect(legacy).type.toBe<TestClient<'2025-11-25'>>()
+  const outcome = await legacy.callTool('book', {}, { 'elicit-1': accept({ confirm: true }) })
+  expect(outcome).type.toBe<Outcome<CallToolResult, '2025-11-25'>>()
+  expect(outcome.result).type.not.toHaveProperty('resultType')
+  expect(outcome.result.content).type.toBe<CallToolResult['content']>()
+  expect(outcome.rounds).type.toBe<Round[]>()
+  expect(textOf(outcome.result)).type.toBe<string>()
+  expect((await createTestClient('http://a:3000/mcp', { protocolVersion: '2025-03-26' }).getPrompt('plan')).result).type.not.toHaveProperty('resultType')
+  expect<LegacyProtocolVersion>().type.toBe<'2025-11-25' | '2025-06-18' | '2025-03-26'>()
+})
+
+test('any other version: a 2026-07-28 client naming it; a version known only as a string may go either way', async () => {
+  expect((await createTestClient(Fastify(), { protocolVersion: '2026-07-28' }).callTool('x')).result.resultType).type.toBe<'complete'>()
+  expect((await createTestClient(Fastify(), { protocolVersion: '1900-01-01' }).callTool('x')).result.resultType).type.toBe<'complete'>()
+  const version: string = '2025-06-18'
+  expect((await createTestClient(Fastify(), { protocolVersion: version }).callTool('x')).result.resultType).type.toBe<'complete' | undefined>()
+  expect<CompleteResult<CallToolResult, '2025-06-18'>>().type.toBeAssignableTo<CallToolResult>()
+  expect(createTestClient).type.not.toBeCallableWith(Fastify(), { protocolVersion: 20250618 })
 })

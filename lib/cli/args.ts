@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util'
+import { LEGACY_PROTOCOL_VERSIONS } from '../testing/session.js'
 
 export const USAGE = `Usage:
   mocapi call <url> <tool> [--arg key=value ...] [--arg key:=json ...] [--args-json '{...}']
-                           [--token T] [--json] [--yes]
-  mocapi tools <url> [--token T] [--json]
+                           [--token T] [--protocol-version V] [--json] [--yes]
+  mocapi tools <url> [--token T] [--protocol-version V] [--json]
 
 Calls a tool of an MCP 2026-07-28 server at <url> (its endpoint, such as http://127.0.0.1:3000/mcp),
 asking each elicitation's questions on the terminal, round after round, and prints the result.
@@ -11,6 +12,9 @@ asking each elicitation's questions on the terminal, round after round, and prin
   --arg key=value     a string argument; key:=value takes JSON (numbers, booleans, arrays, objects)
   --args-json JSON    the arguments as one JSON object (--arg entries are applied on top)
   --token T           sent as "Authorization: Bearer T" (default: the MOCAPI_TOKEN variable)
+  --protocol-version V  2026-07-28 (the default), or a 2025 revision (2025-11-25, 2025-06-18,
+                      2025-03-26) to be a client of that era: a session opened with initialize,
+                      whose questions arrive on the call's stream
   --json              print the final result as one JSON line; questions and rounds stay on stderr
   --yes               take defaults and skip optional fields without asking; accept links
   -h, --help          show this help
@@ -20,8 +24,10 @@ answer the whole form. Exit status: 0 done, 1 the tool or the server failed, 2 b
 
 export type Command =
   | { command: 'help' }
-  | { command: 'tools', url: URL, token: string | undefined, json: boolean }
-  | { command: 'call', url: URL, token: string | undefined, json: boolean, yes: boolean, tool: string, args: Record<string, unknown> }
+  | { command: 'tools', url: URL, token: string | undefined, version: string, json: boolean }
+  | { command: 'call', url: URL, token: string | undefined, version: string, json: boolean, yes: boolean, tool: string, args: Record<string, unknown> }
+
+const VERSIONS: readonly string[] = ['2026-07-28', ...LEGACY_PROTOCOL_VERSIONS]
 
 /** A command line that does not make sense; the message says why. */
 export class UsageError extends Error {
@@ -73,6 +79,7 @@ export function parseCommand (argv: string[], env: Record<string, string | undef
         arg: { type: 'string', multiple: true, default: [] },
         'args-json': { type: 'string' },
         token: { type: 'string' },
+        'protocol-version': { type: 'string', default: '2026-07-28' },
         json: { type: 'boolean', default: false },
         yes: { type: 'boolean', short: 'y', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -85,17 +92,19 @@ export function parseCommand (argv: string[], env: Record<string, string | undef
   if (values.help) return { command: 'help' }
   const [command, url, ...rest] = positionals
   const token = values.token ?? env.MOCAPI_TOKEN
+  const version = values['protocol-version']
+  if (!VERSIONS.includes(version)) throw new UsageError(`--protocol-version must be one of ${VERSIONS.join(', ')}, got ${version}`)
   if (command === 'tools') {
     const target = endpoint(url)
     if (rest.length > 0) throw new UsageError(`unexpected ${rest.join(' ')}`)
-    return { command, url: target, token, json: values.json }
+    return { command, url: target, token, version, json: values.json }
   }
   if (command === 'call') {
     const target = endpoint(url)
     const [tool, ...extra] = rest
     if (tool === undefined) throw new UsageError('missing <tool>')
     if (extra.length > 0) throw new UsageError(`unexpected ${extra.join(' ')} (arguments go in --arg key=value)`)
-    return { command, url: target, token, json: values.json, yes: values.yes, tool, args: toolArgs(values['args-json'], values.arg) }
+    return { command, url: target, token, version, json: values.json, yes: values.yes, tool, args: toolArgs(values['args-json'], values.arg) }
   }
   throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`)
 }

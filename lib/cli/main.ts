@@ -1,6 +1,7 @@
 /**
  * `mocapi`: try an MCP 2026-07-28 server by hand. `mocapi call <url> <tool>` calls a tool and asks
- * the questions of each elicitation on the terminal until the result is complete.
+ * the questions of each elicitation on the terminal until the result is complete; with
+ * `--protocol-version 2025-11-25` (or another 2025 revision), as a client of that era.
  */
 import type { Readable, Writable } from 'node:stream'
 import { McpClientError, createTestClient, type ListedTool, type Notification } from '../testing/client.js'
@@ -88,6 +89,7 @@ function terminalAnswers (asker: Asker, yes: boolean): AnswerFunction {
 async function run (command: Exclude<Command, { command: 'help' }>, io: Io, terminal: Terminal): Promise<number> {
   const client = createTestClient(command.url, {
     token: command.token,
+    protocolVersion: command.version,
     clientInfo: CLIENT_INFO,
     capabilities: { elicitation: { form: {}, url: {} } },
     onNotification: (notification) => terminal.say(notificationText(notification)),

@@ -207,7 +207,8 @@ export class ReplayEngine {
       if (asked.kind === 'timeout') {
         throw new McpError(ErrorCode.RequestTimeout, `${label} waited for the client's answer longer than session.answerTimeout allows`)
       }
-      if (asked.kind === 'aborted') throw asked.reason
+      // The client cancelled or left, or the server is closing: the call is over, and the handler did not fail.
+      if (asked.kind === 'aborted') throw new McpError(ErrorCode.InternalError, `${label} stopped waiting for the client's answer: ${(asked.reason as Error).message}`)
       if (asked.errors.length > 0) throw clientRefused(asked.errors[0].method, asked.errors[0].error)
       ledger = outcome.ledger
       responses = asked.responses

@@ -1,24 +1,47 @@
 /**
  * The mocapi test client: calls tools, prompts and resources of an MCP 2026-07-28 server, and
- * drives the `input_required` rounds with the answers a test gives, until the result is complete.
+ * drives the `input_required` rounds with the answers a test gives, until the result is complete;
+ * or, speaking a 2025 revision, opens a session and answers the requests the server sends.
  */
 import type { FastifyInstance } from 'fastify'
 import type { GetPromptResult } from '../features/prompts.js'
 import type { ResourceContents } from '../features/resources.js'
 import type { CallToolResult, ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
-import { answerFunction, viewOf, type Answers, type InputResponse } from './answers.js'
-import { httpTransport, injectTransport, readReply, type ReadReply, type Transport } from './transport.js'
+import { answerFunction, viewOf, type AnswerFunction, type Answers, type InputResponse } from './answers.js'
+import { resultOf } from './errors.js'
+import { LegacySession, isLegacyVersion, type ClientDefaults, type LegacyProtocolVersion } from './session.js'
+import { headersOf, httpTransport, injectTransport, readReply, type ReadReply, type Transport } from './transport.js'
+
+export { McpClientError } from './errors.js'
+export type { LegacyProtocolVersion } from './session.js'
 
 const PROTOCOL_VERSION = '2026-07-28'
 
-/** Options of `createTestClient`. */
-export interface TestClientOptions {
-  /** Declared on every request. Default: every kind of input (elicitation form and url, sampling, roots). */
+const DEFAULTS: ClientDefaults = {
+  capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} },
+  clientInfo: { name: 'mocapi-test-client', version: '1.0.0' },
+}
+
+/** Options of `createTestClient`; `V` is the protocol version the client speaks. */
+export interface TestClientOptions<V extends string = string> {
+  /** Declared on every request (at `initialize`, in a 2025 revision). Default: every kind of input (elicitation form and url, sampling, roots). */
   capabilities?: ClientCapabilities
   /** Default `{ name: 'mocapi-test-client', version: '1.0.0' }`. */
   clientInfo?: Implementation
-  /** Sent in `_meta` and the `MCP-Protocol-Version` header. Default `2026-07-28`. */
-  protocolVersion?: string
+  /**
+   * The revision the client speaks. Default `2026-07-28`: each request carries it in `_meta` and the
+   * `MCP-Protocol-Version` header, stateless. A 2025 revision (`2025-11-25`, `2025-06-18`,
+   * `2025-03-26`) makes a client of that era: its first request opens a session with `initialize`
+   * (declaring `capabilities` and `clientInfo`) and `notifications/initialized`, later ones carry its
+   * `Mcp-Session-Id` and the version the server chose, and the elicitation, sampling and roots
+   * requests the server sends on a call's event stream are answered with the call's `answers`, each
+   * POSTed as a JSON-RPC response. Such a request names no input key, so the client names each as
+   * mocapi does by default, `elicit-<n>`, `sample-<n>` or `roots-<n>`, `n` counting the call's
+   * requests in the order they come: a `{ key }` the handler gave does not reach a 2025-era client,
+   * so answer those by function, queue or `byKind`. Any other version is sent as a 2026-07-28
+   * request that names it (a test of how the server refuses it).
+   */
+  protocolVersion?: V
   /**
    * Extra HTTP headers on every request. They win over the client's own (`content-type`, `accept`, the `mcp-*`
    * headers, `authorization` from `token`), whatever their case, and `host` is sent as given, to an app and to a URL.
@@ -28,11 +51,14 @@ export interface TestClientOptions {
   token?: string
   /** The endpoint's path, for Fastify apps. Default `/mcp`. */
   path?: string
-  /** How many `input_required` results one call may take before it fails. Default 10. */
+  /** How many rounds of input one call may take before it fails. Default 10. */
   maxRounds?: number
   /** Called with each notification of a streamed reply, as it arrives. */
   onNotification?: (notification: Notification) => void
-  /** Called on each `input_required` result, before its requests are answered; `round` counts from 1. */
+  /**
+   * Called on each `input_required` result, before its requests are answered; `round` counts from 1.
+   * In a 2025 revision, on each round of requests the server sends, before they are answered.
+   */
   onRound?: (round: number, inputRequests: Record<string, InputRequest>) => void
 }
 
@@ -50,18 +76,27 @@ export interface Notification {
   [key: string]: unknown
 }
 
-/** One `input_required` round: what the server asked, and what the client answered. */
+/** One round: what the server asked (in an `input_required` result, or in 2025-era requests sent together), and what the client answered. */
 export interface Round {
   inputRequests: Record<string, InputRequest>
   inputResponses: Record<string, InputResponse>
 }
 
-/** The complete result of a call, and how it got there. */
-export interface Outcome<R> {
-  result: R & { resultType: 'complete', _meta?: JsonObject }
-  /** One entry per `input_required` result, in order. */
+/**
+ * A complete result as the revision `V` shapes it: with `resultType: 'complete'` in 2026-07-28,
+ * without in a 2025 revision, and maybe either when the version is only known as a string.
+ */
+export type CompleteResult<R, V extends string = typeof PROTOCOL_VERSION> =
+  string extends V ? R & { resultType?: 'complete', _meta?: JsonObject }
+    : V extends LegacyProtocolVersion ? R & { _meta?: JsonObject }
+      : R & { resultType: 'complete', _meta?: JsonObject }
+
+/** The complete result of a call, and how it got there; `V` is the protocol version the client speaks. */
+export interface Outcome<R, V extends string = typeof PROTOCOL_VERSION> {
+  result: CompleteResult<R, V>
+  /** One entry per round of input, in order. */
   rounds: Round[]
-  /** HTTP requests made: `rounds.length + 1`. */
+  /** HTTP requests made: `rounds.length + 1`; in a 2025 revision, the call's and one per answer sent. */
   roundTrips: number
   /** Notifications of every round trip, in order. */
   notifications: Notification[]
@@ -84,46 +119,24 @@ export interface ListedTool {
   [key: string]: unknown
 }
 
-/** A JSON-RPC error the server answered with, or a reply that was not JSON-RPC at all. */
-export class McpClientError extends Error {
-  /** The JSON-RPC error code; undefined when the reply was not JSON-RPC (say, a 401 from an auth hook). */
-  readonly code: number | undefined
-  /** The JSON-RPC `error.data`, or the body of a reply that was not JSON-RPC. */
-  readonly data: unknown
-  /** The HTTP status of the reply. */
-  readonly status: number
-  /** The rounds completed before the error. */
-  readonly rounds: Round[]
-
-  constructor (message: string, fields: { code?: number, data?: unknown, status: number, rounds: Round[] }) {
-    super(message)
-    this.name = 'McpClientError'
-    this.code = fields.code
-    this.data = fields.data
-    this.status = fields.status
-    this.rounds = fields.rounds
-  }
-}
-
-/** A mocapi test client; see `createTestClient`. */
-export interface TestClient {
+/** A mocapi test client; see `createTestClient`. `V` is the protocol version it speaks. */
+export interface TestClient<V extends string = typeof PROTOCOL_VERSION> {
   /** Calls a tool, answering its input requests with `answers`, and resolves with the complete result. */
-  callTool (name: string, args?: JsonObject, answers?: Answers, options?: CallOptions): Promise<Outcome<CallToolResult>>
+  callTool (name: string, args?: JsonObject, answers?: Answers, options?: CallOptions): Promise<Outcome<CallToolResult, V>>
   /** Gets a prompt, answering its input requests with `answers`. */
-  getPrompt (name: string, args?: Record<string, string>, answers?: Answers, options?: CallOptions): Promise<Outcome<GetPromptResult>>
+  getPrompt (name: string, args?: Record<string, string>, answers?: Answers, options?: CallOptions): Promise<Outcome<GetPromptResult, V>>
   /** Reads a resource, answering its input requests with `answers`. */
-  readResource (uri: string, answers?: Answers, options?: CallOptions): Promise<Outcome<ReadResourceResult>>
+  readResource (uri: string, answers?: Answers, options?: CallOptions): Promise<Outcome<ReadResourceResult, V>>
   /** Every tool of `tools/list`, following its pages. */
   listTools (options?: CallOptions): Promise<ListedTool[]>
-  /** One request, one round trip: the result as the server sent it (`input_required` included). */
+  /**
+   * One request, one round trip: the result as the server sent it (`input_required` included). In
+   * a 2025 revision, one request of the session: a request the server sends on its stream fails it.
+   */
   request (method: string, params?: JsonObject, options?: CallOptions): Promise<JsonObject>
 }
 
 const NAMED: Record<string, string> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' }
-
-function isObject (value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 // Printable ASCII, inner spaces and tabs: what a header carries as it is. Surrounding whitespace
 // would be trimmed on the way, and a value shaped like the sentinel would be decoded.
@@ -135,43 +148,31 @@ export function headerValue (name: string): string {
   return plain ? name : `=?base64?${Buffer.from(name).toString('base64')}?=`
 }
 
-/** The result of a reply, or the McpClientError it stands for. */
-function resultOf (reply: ReadReply, rounds: Round[]): JsonObject {
-  const message = reply.message
-  if (isObject(message) && isObject(message.error)) {
-    const { code, message: text, data } = message.error
-    return fail(String(text), { code: code as number, data, status: reply.status, rounds })
-  }
-  if (isObject(message) && message.jsonrpc === '2.0' && isObject(message.result)) return message.result
-  const said = isObject(message) && typeof message.message === 'string' ? message.message : reply.text.slice(0, 200)
-  return fail(`HTTP ${reply.status}: ${said === '' ? 'the reply holds no JSON-RPC response' : said}`, { data: message, status: reply.status, rounds })
-}
-
-function fail (message: string, fields: ConstructorParameters<typeof McpClientError>[1]): never {
-  throw new McpClientError(message, fields)
-}
-
-class Client implements TestClient {
+class Client implements TestClient<string> {
   readonly #transport: Transport
   readonly #options: TestClientOptions
   readonly #maxRounds: number
+  /** The session of a client that speaks a 2025 revision. */
+  readonly #session: LegacySession | undefined
   #nextId = 1
 
   constructor (transport: Transport, options: TestClientOptions) {
     this.#transport = transport
     this.#options = options
     this.#maxRounds = options.maxRounds ?? 10
+    const version = options.protocolVersion
+    if (isLegacyVersion(version)) this.#session = new LegacySession(transport, options, version, DEFAULTS)
   }
 
-  callTool (name: string, args?: JsonObject, answers?: Answers, options?: CallOptions): Promise<Outcome<CallToolResult>> {
+  callTool (name: string, args?: JsonObject, answers?: Answers, options?: CallOptions): Promise<Outcome<CallToolResult, string>> {
     return this.#interactive('tools/call', args === undefined ? { name } : { name, arguments: args }, answers, options)
   }
 
-  getPrompt (name: string, args?: Record<string, string>, answers?: Answers, options?: CallOptions): Promise<Outcome<GetPromptResult>> {
+  getPrompt (name: string, args?: Record<string, string>, answers?: Answers, options?: CallOptions): Promise<Outcome<GetPromptResult, string>> {
     return this.#interactive('prompts/get', args === undefined ? { name } : { name, arguments: args }, answers, options)
   }
 
-  readResource (uri: string, answers?: Answers, options?: CallOptions): Promise<Outcome<ReadResourceResult>> {
+  readResource (uri: string, answers?: Answers, options?: CallOptions): Promise<Outcome<ReadResourceResult, string>> {
     return this.#interactive('resources/read', { uri }, answers, options)
   }
 
@@ -187,11 +188,20 @@ class Client implements TestClient {
   }
 
   async request (method: string, params: JsonObject = {}, options: CallOptions = {}): Promise<JsonObject> {
+    if (this.#session !== undefined) return (await this.#session.call<JsonObject>(method, params, answerFunction(undefined), options, method)).result
     return resultOf(await this.#exchange(method, params, options, []), [])
   }
 
-  async #interactive<R> (method: string, target: JsonObject, given: Answers | undefined, options: CallOptions = {}): Promise<Outcome<R>> {
+  #interactive<R> (method: string, target: JsonObject, given: Answers | undefined, options: CallOptions = {}): Promise<Outcome<R, string>> {
     const answer = answerFunction(given)
+    const label = `${method} ${JSON.stringify(target.name ?? target.uri)}`
+    // The result's type depends on the version, which the public TestClient<V> carries.
+    const outcome = this.#session !== undefined ? this.#session.call<R>(method, target, answer, options, label) : this.#rounds<R>(method, target, answer, options, label)
+    return outcome as Promise<unknown> as Promise<Outcome<R, string>>
+  }
+
+  /** A 2026-07-28 call: each `input_required` result answered and retried, until the result is complete. */
+  async #rounds<R> (method: string, target: JsonObject, answer: AnswerFunction, options: CallOptions, label: string): Promise<Outcome<R>> {
     const rounds: Round[] = []
     const notifications: Notification[] = []
     let retry: JsonObject = {}
@@ -204,7 +214,7 @@ class Client implements TestClient {
         throw new Error(`${method} answered a result with resultType ${JSON.stringify(result.resultType)}; a 2026-07-28 server sends "complete" or "input_required"`)
       }
       if (rounds.length === this.#maxRounds) {
-        throw new Error(`${method} ${JSON.stringify(target.name ?? target.uri)} still needs input after ${this.#maxRounds} rounds (maxRounds)`)
+        throw new Error(`${label} still needs input after ${this.#maxRounds} rounds (maxRounds)`)
       }
       const inputRequests = (result.inputRequests ?? {}) as Record<string, InputRequest>
       this.#options.onRound?.(rounds.length + 1, inputRequests)
@@ -229,18 +239,14 @@ class Client implements TestClient {
     }
     const name = params[NAMED[method]]
     if (typeof name === 'string') headers['mcp-name'] = headerValue(name)
-    if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`
     const meta = {
       'io.modelcontextprotocol/protocolVersion': version,
-      'io.modelcontextprotocol/clientCapabilities': o.capabilities ?? { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} },
-      'io.modelcontextprotocol/clientInfo': o.clientInfo ?? { name: 'mocapi-test-client', version: '1.0.0' },
+      'io.modelcontextprotocol/clientCapabilities': o.capabilities ?? DEFAULTS.capabilities,
+      'io.modelcontextprotocol/clientInfo': o.clientInfo ?? DEFAULTS.clientInfo,
       ...options.meta,
     }
-    for (const given of [o.headers, options.headers]) {
-      for (const [header, value] of Object.entries(given ?? {})) headers[header.toLowerCase()] = value
-    }
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.#nextId++, method, params: { ...params, _meta: meta } })
-    const raw = await this.#transport(headers, body)
+    const raw = await this.#transport(headersOf(headers, o.token, o.headers, options.headers), body)
     return readReply(raw, (message) => {
       notifications.push(message as Notification)
       o.onNotification?.(message as Notification)
@@ -273,9 +279,16 @@ function roundRobin (transports: Transport[]): Transport {
  * or a mix, it sends each HTTP request to the next one in turn, so the rounds of one call land on
  * different nodes, as behind a round-robin load balancer; the apps must share their
  * `requestState` keys. `createTestClient([appA, appB])`.
+ *
+ * With `protocolVersion: '2025-11-25'` (or `2025-06-18`, `2025-03-26`) it is a client of that
+ * revision instead, which opens a session with `initialize` and answers the requests the server
+ * sends on a call's stream: see `TestClientOptions.protocolVersion`. That works through `inject`
+ * too, whose reply is then read as it is written (Fastify's light-my-request 6.2 or later); several
+ * nodes must share a bus that carries the answers between them, as a fleet must.
  */
-export function createTestClient (target: TestTarget | readonly TestTarget[], options: TestClientOptions = {}): TestClient {
+export function createTestClient<V extends string = typeof PROTOCOL_VERSION> (target: TestTarget | readonly TestTarget[],
+  options: TestClientOptions<V> = {}): TestClient<V> {
   const targets: readonly TestTarget[] = Array.isArray(target) ? target : [target as TestTarget]
   if (targets.length === 0) throw new TypeError('createTestClient needs at least one Fastify app or URL')
-  return new Client(roundRobin(targets.map((one) => transportOf(one, options.path ?? '/mcp'))), options)
+  return new Client(roundRobin(targets.map((one) => transportOf(one, options.path ?? '/mcp'))), options) as unknown as TestClient<V>
 }

@@ -1,5 +1,6 @@
 /**
- * `mocapi/testing`: a client for testing MCP 2026-07-28 servers, mocapi's or any other.
+ * `mocapi/testing`: a client for testing MCP 2026-07-28 servers, mocapi's or any other, and for
+ * testing them as 2025-era clients see them (`protocolVersion: '2025-11-25'`).
  *
  * ```ts
  * const client = createTestClient(app)   // a Fastify app (inject), an endpoint URL, or several in turn
@@ -11,7 +12,7 @@
 export {
   createTestClient, McpClientError,
   type TestClient, type TestClientOptions, type TestTarget, type CallOptions, type Outcome, type Round, type Notification,
-  type ReadResourceResult, type ListedTool,
+  type ReadResourceResult, type ListedTool, type CompleteResult, type LegacyProtocolVersion,
 } from './client.js'
 export { textOf } from './text.js'
 export {

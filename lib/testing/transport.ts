@@ -11,17 +11,54 @@ import { request as httpsRequest } from 'node:https'
 export interface RawReply {
   status: number
   contentType: string
+  /** The `Mcp-Session-Id` header, when the reply carries one. */
+  sessionId: string | undefined
   body: AsyncIterable<string> | Iterable<string>
+  /** Stops reading and closes the connection, as a client that gives up on a reply does. */
+  abort (): void
 }
 
 /** Posts one JSON-RPC message with the given headers. */
 export type Transport = (headers: Record<string, string>, body: string) => Promise<RawReply>
 
-/** Posts to `path` of a Fastify app through `inject`: no port, no socket. */
+/**
+ * The headers of a request: the client's own (`base`), `authorization` from a bearer token, then
+ * each of `given` in turn, each winning over what came before, whatever its case.
+ */
+export function headersOf (base: Record<string, string>, token: string | undefined, ...given: Array<Record<string, string> | undefined>): Record<string, string> {
+  const headers = { ...base }
+  if (token !== undefined) headers.authorization = `Bearer ${token}`
+  for (const one of given) {
+    for (const [header, value] of Object.entries(one ?? {})) headers[header.toLowerCase()] = value
+  }
+  return headers
+}
+
+function sessionIdOf (headers: Record<string, unknown>): string | undefined {
+  const value = headers['mcp-session-id']
+  return typeof value === 'string' ? value : undefined
+}
+
+/**
+ * Posts to `path` of a Fastify app through `inject`: no port, no socket. The reply is read as the
+ * app writes it (light-my-request's `payloadAsStream`, from its 6.2; before, once it is complete),
+ * so a test answers what a 2025-era call asks while its reply is open.
+ */
 export function injectTransport (app: FastifyInstance, path: string): Transport {
   return async (headers, body) => {
-    const response = await app.inject({ method: 'POST', url: path, headers, payload: body })
-    return { status: response.statusCode, contentType: String(response.headers['content-type'] ?? ''), body: [response.body] }
+    const response = await app.inject({ method: 'POST', url: path, headers, payload: body, payloadAsStream: true })
+    const readable = response.stream()
+    readable.setEncoding('utf8')
+    return {
+      status: response.statusCode,
+      contentType: String(response.headers['content-type'] ?? ''),
+      sessionId: sessionIdOf(response.headers),
+      body: readable,
+      abort: () => {
+        readable.destroy()
+        ;(response.raw.res as { destroy: () => void }).destroy()
+      },
+    }
   }
 }
 
@@ -35,7 +72,13 @@ export function httpTransport (url: URL): Transport {
   return (headers, body) => new Promise((resolve, reject) => {
     const request = send(url, { method: 'POST', headers: { 'content-length': String(Buffer.byteLength(body)), ...headers } }, (response) => {
       response.setEncoding('utf8')
-      resolve({ status: response.statusCode as number, contentType: response.headers['content-type'] ?? '', body: response })
+      resolve({
+        status: response.statusCode as number,
+        contentType: response.headers['content-type'] ?? '',
+        sessionId: sessionIdOf(response.headers),
+        body: response,
+        abort: () => { response.destroy() },
+      })
     })
     request.on('error', reject)
     request.end(body)
@@ -84,12 +127,22 @@ export interface ReadReply {
   text: string
 }
 
+/** A request the server sent the client on a reply's event stream (2025-era elicitation, sampling, roots, ping). */
+export interface ServerRequest {
+  jsonrpc: '2.0'
+  id: string | number
+  method: string
+  params?: Record<string, unknown>
+}
+
 /**
  * Reads a reply: parses a JSON body, or an event stream, where each message without an `id`
  * is a notification passed to `onNotification` and the message with one is the response.
- * JSON that does not parse reads as no message.
+ * Given `onRequest`, a message with an `id` and a `method` is a request of the server's, passed
+ * to it as it arrives. JSON that does not parse reads as no message.
  */
-export async function readReply (reply: RawReply, onNotification: (message: Record<string, unknown>) => void): Promise<ReadReply> {
+export async function readReply (reply: RawReply, onNotification: (message: Record<string, unknown>) => void,
+  onRequest?: (request: ServerRequest) => void): Promise<ReadReply> {
   let text = ''
   if (!reply.contentType.startsWith('text/event-stream')) {
     for await (const chunk of reply.body) text += chunk
@@ -100,6 +153,7 @@ export async function readReply (reply: RawReply, onNotification: (message: Reco
   const take = (messages: unknown[]): void => {
     for (const message of messages) {
       if (typeof message === 'object' && message !== null && !('id' in message)) onNotification(message as Record<string, unknown>)
+      else if (onRequest !== undefined && typeof message === 'object' && message !== null && 'method' in message) onRequest(message as ServerRequest)
       else response = message
     }
   }

@@ -10,6 +10,7 @@ t.test('call: arguments as strings, JSON, or one JSON object underneath', async 
     command: 'call',
     url: new URL(URL_TEXT),
     token: undefined,
+    version: '2026-07-28',
     json: true,
     yes: true,
     tool: 'book',
@@ -22,6 +23,14 @@ t.test('the token comes from --token, else MOCAPI_TOKEN', async (t) => {
   t.match(parseCommand(['call', URL_TEXT, 'x', '--token', 'abc'], { MOCAPI_TOKEN: 'env' }), { token: 'abc' })
   t.match(parseCommand(['call', URL_TEXT, 'x'], { MOCAPI_TOKEN: 'env' }), { token: 'env' })
   t.match(parseCommand(['tools', URL_TEXT, '--json'], { MOCAPI_TOKEN: 'env' }), { command: 'tools', token: 'env', json: true })
+})
+
+t.test('the protocol version: 2026-07-28, or a 2025 revision', async (t) => {
+  t.match(parseCommand(['call', URL_TEXT, 'x'], {}), { version: '2026-07-28' })
+  t.match(parseCommand(['call', URL_TEXT, 'x', '--protocol-version', '2025-06-18'], {}), { version: '2025-06-18' })
+  t.match(parseCommand(['tools', URL_TEXT, '--protocol-version', '2025-11-25'], {}), { command: 'tools', version: '2025-11-25' })
+  t.throws(() => parseCommand(['tools', URL_TEXT, '--protocol-version', '2024-11-05'], {}),
+    new UsageError('--protocol-version must be one of 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, got 2024-11-05'))
 })
 
 t.test('help', async (t) => {

@@ -120,6 +120,17 @@ t.test('a call with two rounds: prompts, a re-ask, the result on stdout', async 
   ].join('\n'))
 })
 
+t.test('as a 2025-era client: the same questions, asked on the call\'s stream, progress heard once', async (t) => {
+  const url = await server(t)
+  const { code, stdout, stderr } = await run(['call', url, 'book', '--arg', 'to=Lisbon', '--protocol-version', '2025-11-25'], ['y', '2', 'window', ''])
+  t.equal(code, 0)
+  t.equal(stdout, 'Booked business to Lisbon: window, 0 bags\n')
+  t.match(stderr, /^progress 1\/2 checking\nround 1: 1 question\nBook a flight to Lisbon\?\n[^]*round 2: 1 question\nWhere do you sit\?\n/)
+  t.equal(stderr.match(/progress/g)?.length, 1)
+  const tools = await run(['tools', url, '--protocol-version', '2025-06-18'])
+  t.match(tools.stdout, /^book\(to: string, class\?: "eco" \| "biz"\) {2}Books a flight\n/)
+})
+
 t.test('--json prints the final result as one JSON line, nothing else on stdout', async (t) => {
   const url = await server(t)
   const { code, stdout, stderr } = await run(['call', url, 'book', '--args-json', '{"to":"Oslo"}', '--json', '--yes'], ['n'])
