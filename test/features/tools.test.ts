@@ -1,4 +1,5 @@
 import t from 'tap'
+import { Type } from '@sinclair/typebox'
 import { build, call, MOCAPI_VERSION } from '../helpers.js'
 
 t.test('tools/list keeps registration order, with ttlMs and cacheScope', async (t) => {
@@ -106,6 +107,22 @@ t.test('tools/call: outputSchema makes structuredContent required, validated, an
   t.match(none.body.result.content[0].text, 'returned no structuredContent')
   const failed = await call(app, 'tools/call', { name: 'failed' })
   t.same(failed.body.result.content, [{ type: 'text', text: 'sensor down' }])
+})
+
+t.test('TypeBox schemas register, validate with Ajv, and list as plain JSON Schema', async (t) => {
+  const inputSchema = Type.Object({ to: Type.String(), seats: Type.Optional(Type.Integer({ minimum: 1 })) })
+  const outputSchema = Type.Object({ booked: Type.Boolean() })
+  t.ok(Object.getOwnPropertySymbols(inputSchema).length > 0, 'TypeBox marks its schemas with symbol keys')
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'book', inputSchema, outputSchema }, (args) => ({ booked: args.to === 'Lisbon' && args.seats !== 0 }))
+  })
+  const listed = (await call(app, 'tools/list')).body.result.tools[0]
+  t.same(listed.inputSchema, JSON.parse(JSON.stringify(inputSchema)))
+  t.same(listed.inputSchema.required, ['to'])
+  const ok = await call(app, 'tools/call', { name: 'book', arguments: { to: 'Lisbon', seats: 2 } })
+  t.same(ok.body.result.structuredContent, { booked: true })
+  const wrong = await call(app, 'tools/call', { name: 'book', arguments: { to: 'Lisbon', seats: 0 } })
+  t.same(wrong.body.result.content, [{ type: 'text', text: 'Invalid arguments: arguments.seats must be >= 1' }])
 })
 
 t.test('tools/call: content arrays, other values and undefined', async (t) => {
