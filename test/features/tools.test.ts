@@ -1,5 +1,6 @@
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
+import Type1 from 'typebox'
 import { build, call, MOCAPI_VERSION } from '../helpers.js'
 
 t.test('tools/list keeps registration order, with ttlMs and cacheScope', async (t) => {
@@ -109,7 +110,7 @@ t.test('tools/call: outputSchema makes structuredContent required, validated, an
   t.same(failed.body.result.content, [{ type: 'text', text: 'sensor down' }])
 })
 
-t.test('TypeBox schemas register, validate with Ajv, and list as plain JSON Schema', async (t) => {
+t.test('TypeBox 0.x schemas register, validate with Ajv, and list without their symbol keys', async (t) => {
   const inputSchema = Type.Object({ to: Type.String(), seats: Type.Optional(Type.Integer({ minimum: 1 })) })
   const outputSchema = Type.Object({ booked: Type.Boolean() })
   t.ok(Object.getOwnPropertySymbols(inputSchema).length > 0, 'TypeBox marks its schemas with symbol keys')
@@ -123,6 +124,15 @@ t.test('TypeBox schemas register, validate with Ajv, and list as plain JSON Sche
   t.same(ok.body.result.structuredContent, { booked: true })
   const wrong = await call(app, 'tools/call', { name: 'book', arguments: { to: 'Lisbon', seats: 0 } })
   t.same(wrong.body.result.content, [{ type: 'text', text: 'Invalid arguments: arguments.seats must be >= 1' }])
+})
+
+t.test('TypeBox 1.x schemas list without their hidden ~ keys', async (t) => {
+  const inputSchema = Type1.Object({ to: Type1.String(), seats: Type1.Optional(Type1.Integer()) })
+  const app = await build(t, {}, (app) => { app.mcp.tool({ name: 'book', inputSchema }, (args) => args.to) })
+  const listed = (await call(app, 'tools/list')).body.result.tools[0]
+  t.same(listed.inputSchema, { type: 'object', required: ['to'], properties: { to: { type: 'string' }, seats: { type: 'integer' } } })
+  const ok = await call(app, 'tools/call', { name: 'book', arguments: { to: 'Lisbon' } })
+  t.same(ok.body.result.content, [{ type: 'text', text: 'Lisbon' }])
 })
 
 t.test('tools/call: content arrays, other values and undefined', async (t) => {
