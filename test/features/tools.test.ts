@@ -162,6 +162,12 @@ t.test('tools can be removed at run time', async (t) => {
   t.equal(app.mcp.removeTool('a'), false)
   t.same((await call(app, 'tools/list')).body.result.tools.map((tool: { name: string }) => tool.name), ['b'])
   t.equal((await call(app, 'tools/call', { name: 'a' })).body.error.code, -32602)
+  // A tool with an outputSchema releases both schemas, and can be registered again.
+  const outputSchema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } as const
+  app.mcp.tool({ name: 'count', outputSchema }, () => ({ n: 1 }))
+  t.equal(app.mcp.removeTool('count'), true)
+  app.mcp.tool({ name: 'count', outputSchema }, () => ({ n: 2 }))
+  t.same((await call(app, 'tools/call', { name: 'count' })).body.result.structuredContent, { n: 2 })
 })
 
 t.test('bad tool definitions throw at registration, naming the problem', async (t) => {
