@@ -120,7 +120,10 @@ export {
   InvalidArgumentError, InvalidKeyError, type LedgerMismatchPart,
 } from './errors.js'
 export type { McpRegistry } from './features/registry.js'
-export type { ToolDefinition, ToolHandler, ToolReturn } from './features/tools.js'
+export type {
+  ToolDefinition, ToolHandler, ToolReturn, ToolArguments, ToolStructuredContent, StructuredToolResult, ToolErrorResult,
+} from './features/tools.js'
+export type { FromSchema } from './types/json-schema.js'
 export type { InputRequiredResult } from './mrtr/engine.js'
 export type { MocapiOptions, CacheHint } from './options.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'

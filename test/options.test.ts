@@ -134,7 +134,7 @@ t.test('the default page size is 100', async (t) => {
 
 t.test('the default body limit is 1 MiB', async (t) => {
   const app = await build(t, {}, (app) => {
-    app.mcp.tool({ name: 'size', inputSchema: { type: 'object', properties: { pad: { type: 'string' } } } },
+    app.mcp.tool<{ pad: string }>({ name: 'size', inputSchema: { type: 'object', properties: { pad: { type: 'string' } } } },
       (args: { pad: string }) => String(args.pad.length))
   })
   const fits = await call(app, 'tools/call', { name: 'size', arguments: { pad: 'x'.repeat(1000 * 1000) } })

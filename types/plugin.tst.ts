@@ -35,7 +35,7 @@ test('app.mcp and request.mcp are declared on Fastify', () => {
 
 test('ctx.elicit infers the answer from the schema', async () => {
   const app = Fastify()
-  app.mcp.tool({ name: 'book' }, async (args: { to: string }, ctx) => {
+  app.mcp.tool({ name: 'book', inputSchema: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] } }, async (args: { to: string }, ctx) => {
     expect(ctx).type.toBe<McpContext>()
     const answer = await ctx.elicit('Book?', requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))
     expect(answer).type.toBe<ElicitAnswer<{ confirm: boolean, cabin: 'economy' | 'business' }>>()

@@ -1,7 +1,22 @@
 import type { PromptDefinition, PromptHandler, Prompts } from './prompts.js'
 import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './resources.js'
 import type { ChangeEvent } from './subscriptions.js'
-import type { ToolDefinition, ToolHandler, Tools } from './tools.js'
+import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent, Tools, TypedBySchema } from './tools.js'
+
+/** `tool`'s `Args` when it is neither given nor taken from the handler's annotation. */
+interface Unannotated { readonly '~mocapi.unannotated': true }
+
+/**
+ * The arguments of a tool's handler: those a literal or TypeBox inputSchema types (an annotation
+ * on the handler must accept them); else `Args`, given (`tool<Args>`) or taken from the handler's
+ * annotation; else `Record<string, any>`.
+ */
+type HandlerArguments<Definition, Args> = [Args] extends [Unannotated]
+  ? ToolArguments<Definition>
+  : TypedBySchema<Definition> extends true ? ToolArguments<Definition> : Args
+
+/** Fields a tool definition does not have, refused as a plain `ToolDefinition` annotation would refuse them. */
+type UnknownFields<Definition> = { [Key in Exclude<keyof Definition, keyof ToolDefinition>]: never }
 
 /**
  * `app.mcp`: registers what the server offers. Tools, prompts and resources may be added
@@ -24,8 +39,17 @@ export class McpRegistry {
   /**
    * Registers a tool. The handler runs from the top on every input-required round, so code
    * before its last `ctx.elicit()` must be idempotent (see `ctx.elicit`).
+   *
+   * The handler's arguments are typed from a literal or TypeBox `inputSchema` (see `ToolArguments`),
+   * and what it returns from a literal or TypeBox `outputSchema` (see `ToolReturn`), as Fastify's
+   * type providers type `request.body`; an annotation on the handler must then accept what the
+   * schema lets through. `tool<Args>(…)` types the arguments explicitly instead, and so does an
+   * annotation when TypeScript cannot read the inputSchema (one built at run time).
    */
-  tool<Args = Record<string, any>> (definition: ToolDefinition, handler: ToolHandler<Args>): this {
+  tool<Args = Unannotated, const Definition extends ToolDefinition = ToolDefinition> (
+    definition: Definition & UnknownFields<Definition>,
+    handler: ToolHandler<HandlerArguments<NoInfer<Definition>, Args>, ToolStructuredContent<NoInfer<Definition>>>
+  ): this {
     this.#tools.add(definition, handler as ToolHandler)
     this.#announce({ kind: 'tools' })
     return this

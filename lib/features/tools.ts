@@ -4,20 +4,25 @@ import { InvalidDefinitionError, McpError, invalidParams } from '../errors.js'
 import { describeErrors, type SchemaCompiler, type Validator } from '../json-schema.js'
 import type { InputRequiredResult, ReplayEngine } from '../mrtr/engine.js'
 import { PROTOCOL_VERSION, type CallToolResult, type ContentBlock, type JsonObject, type JsonValue } from '../protocol/wire.js'
+import type { FromSchema } from '../types/json-schema.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import type { Failures } from './failures.js'
 import { ParamHeaders } from './param-headers.js'
 
-/** What `tools/list` tells clients about a tool. */
+/**
+ * What `tools/list` tells clients about a tool. A schema is a JSON Schema object: a literal (whose
+ * type, written inline or `as const`, types the handler), a TypeBox schema, or any object built at
+ * run time. Ajv validates it whatever its TypeScript type.
+ */
 export interface ToolDefinition {
   /** 1–128 characters, unique in the server; `[A-Za-z0-9_.-]` is recommended. */
   name: string
   title?: string
   description?: string
   /** JSON Schema (2020-12) of the arguments, `type: 'object'` at the root. Default: no arguments. */
-  inputSchema?: JsonObject
+  inputSchema?: object
   /** JSON Schema of `structuredContent`; when set, results must carry conforming structured content. */
-  outputSchema?: JsonObject
+  outputSchema?: object
   annotations?: JsonObject
   icons?: JsonObject[]
   _meta?: JsonObject
@@ -25,16 +30,70 @@ export interface ToolDefinition {
   canAccess?: AccessCheck
 }
 
-/**
- * What a tool handler may return: a string (one text block), content blocks, a whole
- * `CallToolResult`, or any other JSON value (an object of plain data, a number, …), which becomes
- * the structured content of a tool with an `outputSchema` and one text block of its JSON
- * otherwise. `undefined` is a result without content.
- */
-export type ToolReturn = string | ContentBlock[] | CallToolResult | JsonValue | object | undefined
+/** A result whose `structuredContent` is the tool's structured output. */
+export interface StructuredToolResult<Structured> extends CallToolResult {
+  structuredContent: Structured
+}
 
-/** A tool handler: `(args, ctx)`. It re-runs from the top on every input-required round. */
-export type ToolHandler<Args = Record<string, any>> = (args: Args, ctx: McpContext) => ToolReturn | Promise<ToolReturn>
+/** A result that reports a failure: it needs no structured content, whatever the outputSchema. */
+export interface ToolErrorResult extends CallToolResult {
+  isError: true
+}
+
+/**
+ * What a tool handler may return (or resolve to).
+ *
+ * `ToolReturn`, for a tool without an outputSchema, or with one TypeScript cannot read:
+ * - a `string`: one text block;
+ * - `ContentBlock[]`: the content, as is;
+ * - a `CallToolResult` (an object whose `content` is an array of blocks): the result, as is;
+ * - `undefined`: a result without content;
+ * - any other JSON value (an object of plain data, an array, a number, …): one text block of its
+ *   JSON, or, when the tool has an outputSchema, the structured content, checked against it and
+ *   mirrored as that text block. The union is wide on purpose: it takes objects typed by interfaces.
+ *
+ * `ToolReturn<Structured>`, for a tool whose outputSchema types its structured content (a literal
+ * or TypeBox `outputSchema`): the structured content itself (checked and mirrored as above), a
+ * `CallToolResult` carrying it as `structuredContent`, or an error result (`isError: true`). A
+ * string or content blocks alone would fail the outputSchema at run time, so they do not compile.
+ */
+export type ToolReturn<Structured = never> = Structured | StructuredToolResult<Structured> | ToolErrorResult | Unstructured<Structured>
+
+/** What only a tool without typed structured content may return. */
+type Unstructured<Structured> = [Structured] extends [never] ? string | ContentBlock[] | CallToolResult | JsonValue | object | undefined : never
+
+/**
+ * A tool handler: `(args, ctx)`. It re-runs from the top on every input-required round. `Args` are
+ * the arguments, checked against the inputSchema before the handler runs; `Structured`, the type of
+ * its structured content (see {@link ToolReturn}).
+ */
+export type ToolHandler<Args = Record<string, any>, Structured = never> =
+  (args: Args, ctx: McpContext) => ToolReturn<Structured> | Promise<ToolReturn<Structured>>
+
+/**
+ * The arguments a tool's handler gets, from its definition: the type of a literal or TypeBox
+ * `inputSchema` (see {@link FromSchema}); no arguments (`{}`) without an inputSchema, as mocapi
+ * then refuses any; and `Record<string, any>` for an inputSchema TypeScript cannot read, such as
+ * one typed `JsonObject` or built at run time, whose handlers type their arguments themselves.
+ */
+export type ToolArguments<Definition> = [SchemaOf<Definition, 'inputSchema'>] extends [never]
+  ? Record<never, never>
+  : unknown extends FromSchema<SchemaOf<Definition, 'inputSchema'>> ? Record<string, any> : FromSchema<SchemaOf<Definition, 'inputSchema'>>
+
+/** Whether a definition's inputSchema decides its handler's arguments: it is absent, literal or TypeBox. */
+export type TypedBySchema<Definition> = [SchemaOf<Definition, 'inputSchema'>] extends [never]
+  ? true
+  : unknown extends FromSchema<SchemaOf<Definition, 'inputSchema'>> ? false : true
+
+/** The type of a tool's structured content, from a literal or TypeBox `outputSchema`; `never` when there is none to read. */
+export type ToolStructuredContent<Definition> = unknown extends FromSchema<SchemaOf<Definition, 'outputSchema'>>
+  ? never
+  : FromSchema<SchemaOf<Definition, 'outputSchema'>>
+
+/** The schema a definition has under `key`; `never` when it has none. */
+type SchemaOf<Definition, Key extends 'inputSchema' | 'outputSchema'> = Key extends keyof Definition
+  ? Exclude<Definition[Key], undefined>
+  : never
 
 interface Tool extends Entry<ToolDefinition> {
   handler: ToolHandler
@@ -87,8 +146,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     if (!isPlainObject(inputSchema) || inputSchema.type !== 'object') {
       throw new InvalidDefinitionError(`${where} inputSchema must be an object schema with type: 'object'`)
     }
-    const outputSchema = definition.outputSchema
-    if (outputSchema !== undefined) plainObject(outputSchema, `${where} outputSchema`, InvalidDefinitionError)
+    const outputSchema = definition.outputSchema === undefined ? undefined : plainObject(definition.outputSchema, `${where} outputSchema`, InvalidDefinitionError)
     const canAccess = accessCheck(definition.canAccess, where)
     const paramHeaders = ParamHeaders.compile(inputSchema, where)
     const validateInput = this.#compiler.compile(inputSchema, `${where} inputSchema`)

@@ -252,7 +252,8 @@ const confirm = requestedSchema().boolean('confirm', { title: 'Confirm' }).choos
 t.test('an elicitation round trip over http', async (t) => {
   let runs = 0
   const { port } = await listen(t, {}, (app) => {
-    app.mcp.tool({
+    // The schema leaves stops and traveller optional; the test always sends them.
+    app.mcp.tool<{ to: string, stops: string[], traveller: { name: string } }>({
       name: 'book_flight',
       inputSchema: {
         type: 'object',

@@ -1,4 +1,6 @@
 import t from 'tap'
+import { Type } from '@sinclair/typebox'
+import Type1 from 'typebox'
 import { build, call, MOCAPI_VERSION } from '../helpers.js'
 
 t.test('tools/list keeps registration order, with ttlMs and cacheScope', async (t) => {
@@ -108,6 +110,31 @@ t.test('tools/call: outputSchema makes structuredContent required, validated, an
   t.same(failed.body.result.content, [{ type: 'text', text: 'sensor down' }])
 })
 
+t.test('TypeBox 0.x schemas register, validate with Ajv, and list without their symbol keys', async (t) => {
+  const inputSchema = Type.Object({ to: Type.String(), seats: Type.Optional(Type.Integer({ minimum: 1 })) })
+  const outputSchema = Type.Object({ booked: Type.Boolean() })
+  t.ok(Object.getOwnPropertySymbols(inputSchema).length > 0, 'TypeBox marks its schemas with symbol keys')
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'book', inputSchema, outputSchema }, (args) => ({ booked: args.to === 'Lisbon' && args.seats !== 0 }))
+  })
+  const listed = (await call(app, 'tools/list')).body.result.tools[0]
+  t.same(listed.inputSchema, JSON.parse(JSON.stringify(inputSchema)))
+  t.same(listed.inputSchema.required, ['to'])
+  const ok = await call(app, 'tools/call', { name: 'book', arguments: { to: 'Lisbon', seats: 2 } })
+  t.same(ok.body.result.structuredContent, { booked: true })
+  const wrong = await call(app, 'tools/call', { name: 'book', arguments: { to: 'Lisbon', seats: 0 } })
+  t.same(wrong.body.result.content, [{ type: 'text', text: 'Invalid arguments: arguments.seats must be >= 1' }])
+})
+
+t.test('TypeBox 1.x schemas list without their hidden ~ keys', async (t) => {
+  const inputSchema = Type1.Object({ to: Type1.String(), seats: Type1.Optional(Type1.Integer()) })
+  const app = await build(t, {}, (app) => { app.mcp.tool({ name: 'book', inputSchema }, (args) => args.to) })
+  const listed = (await call(app, 'tools/list')).body.result.tools[0]
+  t.same(listed.inputSchema, { type: 'object', required: ['to'], properties: { to: { type: 'string' }, seats: { type: 'integer' } } })
+  const ok = await call(app, 'tools/call', { name: 'book', arguments: { to: 'Lisbon' } })
+  t.same(ok.body.result.content, [{ type: 'text', text: 'Lisbon' }])
+})
+
 t.test('tools/call: content arrays, other values and undefined', async (t) => {
   const app = await build(t, {}, (app) => {
     app.mcp.tool({ name: 'blocks' }, () => [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }])
@@ -135,6 +162,12 @@ t.test('tools can be removed at run time', async (t) => {
   t.equal(app.mcp.removeTool('a'), false)
   t.same((await call(app, 'tools/list')).body.result.tools.map((tool: { name: string }) => tool.name), ['b'])
   t.equal((await call(app, 'tools/call', { name: 'a' })).body.error.code, -32602)
+  // A tool with an outputSchema releases both schemas, and can be registered again.
+  const outputSchema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } as const
+  app.mcp.tool({ name: 'count', outputSchema }, () => ({ n: 1 }))
+  t.equal(app.mcp.removeTool('count'), true)
+  app.mcp.tool({ name: 'count', outputSchema }, () => ({ n: 2 }))
+  t.same((await call(app, 'tools/call', { name: 'count' })).body.result.structuredContent, { n: 2 })
 })
 
 t.test('bad tool definitions throw at registration, naming the problem', async (t) => {

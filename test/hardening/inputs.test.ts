@@ -4,7 +4,7 @@ import { build, call } from '../helpers.js'
 
 t.test('a handler that asks once per client-supplied item stops at what a token can hold, in linear time', async (t) => {
   const app = await build(t, {}, (app) => {
-    app.mcp.tool({ name: 'survey', inputSchema: { type: 'object', properties: { items: { type: 'array', items: { type: 'string' } } } } }, async (args: { items: string[] }, ctx) => {
+    app.mcp.tool<{ items: string[] }>({ name: 'survey', inputSchema: { type: 'object', properties: { items: { type: 'array', items: { type: 'string' } } } } }, async (args: { items: string[] }, ctx) => {
       const schema = requestedSchema().boolean('ok')
       const answers = await Promise.all(args.items.map((item) => ctx.elicit(`Keep ${item}?`, schema)))
       return `${answers.length} answered`

@@ -47,7 +47,7 @@ async function desk (t: Test, options = {}, seen: Seen[] = []) {
     app.mcp.tool({ name: 'forever' }, async (_args, ctx) => {
       for (let i = 0; ; i++) await ctx.elicit(`Question ${i}`, requestedSchema().integer('n'))
     })
-    app.mcp.tool({ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }, (args: { text: string }) => args.text)
+    app.mcp.tool({ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } }, (args) => args.text)
     app.mcp.prompt({ name: 'brief', arguments: [{ name: 'city', required: true }] }, async (args, ctx) => {
       const answer = await ctx.elicit('Any context?', requestedSchema().string('context'))
       return `Brief for ${args.city}: ${answer.action === 'accept' ? answer.content.context : 'none'}`
