@@ -73,6 +73,12 @@ export function stringList (value: unknown, name: string, E?: RegistrationErrorC
   return value
 }
 
+export function optionalBoolean (value: unknown, name: string, fallback: boolean, E?: RegistrationErrorConstructor): boolean {
+  if (value === undefined) return fallback
+  if (typeof value !== 'boolean') fail(name, 'true or false', value, E)
+  return value
+}
+
 export function optionalFunction<F extends (...args: any[]) => unknown> (value: unknown, name: string, E?: RegistrationErrorConstructor): F | undefined {
   if (value !== undefined && typeof value !== 'function') fail(name, 'a function', value, E)
   return value as F | undefined

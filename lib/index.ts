@@ -21,9 +21,10 @@ import { KeyRing } from './mrtr/seal.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
 import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
-import { callLog } from './transport/calls.js'
+import { callLog, observers } from './transport/calls.js'
 import { LegacyTransport } from './transport/legacy.js'
 import { mcpRoutes } from './transport/route.js'
+import { callTracing } from './transport/tracing.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -98,7 +99,9 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     dispatcher: legacyMethods(options, features, hub),
     transport: new LegacyTransport({ options, sessions: new SessionCodec(ring, options.sessionTtl), hub, exchange, subscriptions }),
   }
-  await fastify.register(mcpRoutes({ options, observer: callLog, modern: modernMethods(options, features), legacy, lifecycle, protectedResource }))
+  const tracing = options.tracing ? await callTracing(fastify.log) : undefined
+  const observer = tracing === undefined ? callLog : observers([callLog, tracing])
+  await fastify.register(mcpRoutes({ options, observer, modern: modernMethods(options, features), legacy, lifecycle, protectedResource }))
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import {
-  cacheHint, describe, isPlainObject, knownFields, nonEmptyString, oneOf, optionalFunction, optionalString, plainObject,
+  cacheHint, describe, isPlainObject, knownFields, nonEmptyString, oneOf, optionalBoolean, optionalFunction, optionalString, plainObject,
   positiveInteger, stringList, type CacheHint,
 } from './check.js'
 import { InvalidOptionError } from './errors.js'
@@ -88,6 +88,13 @@ export interface MocapiOptions {
    * and -32022 naming the versions served (`'reject'`).
    */
   legacy?: 'serve' | 'reject'
+  /**
+   * OpenTelemetry for each call, by the MCP semantic conventions: a `SERVER` span (`tools/call <name>`, …) whose
+   * parent is the trace context the client sent in `params._meta`, and the `mcp.server.operation.duration` histogram.
+   * On when the app has `@opentelemetry/api` installed; it records once an OpenTelemetry SDK is registered before
+   * mocapi, and costs nothing measurable until then. `false` turns it off. Default `true`.
+   */
+  tracing?: boolean
   /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
   session?: {
     /** How long a session id stays valid, in ms; the client then starts a new session. Default 86 400 000 (a day). */
@@ -116,6 +123,7 @@ export interface ResolvedOptions {
   shutdownGrace: number
   exposeErrors: boolean
   legacy: boolean
+  tracing: boolean
   sessionTtl: number
   answerTimeout: number
   bus: NotificationBus | undefined
@@ -136,7 +144,7 @@ export const DEFAULT_SESSION_TTL = 86_400_000
 export const DEFAULT_ANSWER_TIMEOUT = 300_000
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'session'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris'])
@@ -210,6 +218,7 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     shutdownGrace: positiveInteger(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',
     legacy,
+    tracing: optionalBoolean(o.tracing, 'tracing', true),
     sessionTtl: positiveInteger(session.ttl, 'session.ttl', DEFAULT_SESSION_TTL),
     answerTimeout: positiveInteger(session.answerTimeout, 'session.answerTimeout', DEFAULT_ANSWER_TIMEOUT),
     bus: bus as NotificationBus | undefined,

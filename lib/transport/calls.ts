@@ -10,11 +10,21 @@ export interface CallEnd {
   outcome: 'complete' | 'input_required' | 'tool_error' | 'error'
   /** The JSON-RPC error code, for an error. */
   code?: number
+  /** The JSON-RPC error message the client got, for an error. */
+  message?: string
 }
 
-/** Watches calls; `begin` returns what to run when the call ends. */
+/** What an observer does with a call it saw begin. */
+export interface CallWatch {
+  /** Told how the call ended, once its reply is written. */
+  ended (end: CallEnd, reply: FastifyReply): void
+  /** Runs the call's dispatch in a scope of the observer's: tracing runs it in the call's span, so the handler's own spans nest in it. */
+  within?<T> (dispatch: () => T): T
+}
+
+/** Watches calls; `begin` returns what to do with the call. */
 export interface CallObserver {
-  begin (request: FastifyRequest, ctx: McpContext): (end: CallEnd, reply: FastifyReply) => void
+  begin (request: FastifyRequest, ctx: McpContext): CallWatch
 }
 
 /** Whether a logger writes info lines (Fastify's logger: false has no levels). */
@@ -31,22 +41,27 @@ export function targetOf (ctx: McpContext): string | undefined {
 
 /** One info line per call: what was called, which round, how it ended, how long it took. */
 export const callLog: CallObserver = {
-  begin: (request, ctx) => (end, reply) => {
-    if (!infoEnabled(request.log)) return
-    const round = roundOf(ctx)
-    request.log.info({
-      mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome: end.outcome, code: end.code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
-    }, 'mcp call')
-  },
+  begin: (request, ctx) => ({
+    ended: (end, reply) => {
+      if (!infoEnabled(request.log)) return
+      const round = roundOf(ctx)
+      request.log.info({
+        mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome: end.outcome, code: end.code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
+      }, 'mcp call')
+    },
+  }),
 }
 
-/** Several observers as one. */
+/** Several observers as one: told in order; the dispatch runs within each one's scope, the first outermost. */
 export function observers (list: readonly CallObserver[]): CallObserver {
   if (list.length === 1) return list[0]
   return {
     begin: (request, ctx) => {
-      const ends = list.map((observer) => observer.begin(request, ctx))
-      return (end, reply) => { for (const done of ends) done(end, reply) }
+      const watches = list.map((observer) => observer.begin(request, ctx))
+      return {
+        ended: (end, reply) => { for (const watch of watches) watch.ended(end, reply) },
+        within: (dispatch) => watches.reduceRight((inner, watch) => watch.within === undefined ? inner : () => watch.within!(inner), dispatch)(),
+      }
     },
   }
 }

@@ -24,7 +24,7 @@ import { checkModernRequest, header, idOf, readMessage, type Message } from '../
 import {
   LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type JsonObject,
 } from '../protocol/wire.js'
-import type { CallEnd, CallObserver } from './calls.js'
+import type { CallObserver, CallWatch } from './calls.js'
 import { ReplyChannel, sendClosing, type Lifecycle } from './channel.js'
 import type { LegacyTransport } from './legacy.js'
 import type { ProtectedResource } from './oauth.js'
@@ -86,8 +86,8 @@ interface Call {
   /** The id of the session an `initialize` opened, sent back in its `Mcp-Session-Id`. */
   sessionId: string | undefined
   untrack: () => void
-  /** Tells the observers how the call ended. */
-  ended: (end: CallEnd, reply: FastifyReply) => void
+  /** What the observers do with the call. */
+  watch: CallWatch
 }
 
 export function mcpRoutes (endpoint: Endpoint) {
@@ -170,7 +170,7 @@ export function mcpRoutes (endpoint: Endpoint) {
     }
     const channel = new ReplyChannel(reply, message.id, lifecycle, channelLimits, request.log)
     const ctx = new McpContext(request, message, client, principalOf(request, options.principal), channel)
-    calls.set(request, { channel, era: 'modern', sessionId: undefined, untrack: noop, ended: observer.begin(request, ctx) })
+    calls.set(request, { channel, era: 'modern', sessionId: undefined, untrack: noop, watch: observer.begin(request, ctx) })
     request.mcp = ctx
     return false
   }
@@ -185,7 +185,7 @@ export function mcpRoutes (endpoint: Endpoint) {
     if (prepared.kind === 'answered') return true
     const ctx = prepared.ctx
     const untrack = legacy.transport.track(ctx, clientOf(ctx).session, channel as ReplyChannel)
-    calls.set(request, { channel: channel as ReplyChannel, era: 'legacy', sessionId: prepared.sessionId, untrack, ended: observer.begin(request, ctx) })
+    calls.set(request, { channel: channel as ReplyChannel, era: 'legacy', sessionId: prepared.sessionId, untrack, watch: observer.begin(request, ctx) })
     request.mcp = ctx
     return false
   }
@@ -193,14 +193,16 @@ export function mcpRoutes (endpoint: Endpoint) {
   async function handler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const ctx = request.mcp as McpContext
     const call = calls.get(request) as Call
+    const dispatcher = call.era === 'modern' ? modern : legacy.dispatcher
+    const watch = call.watch
     let result: JsonObject
     try {
-      result = await (call.era === 'modern' ? modern : legacy.dispatcher).dispatch(ctx) as JsonObject
+      result = await (watch.within === undefined ? dispatcher.dispatch(ctx) : watch.within(() => dispatcher.dispatch(ctx))) as JsonObject
     } catch (error) {
       return fail(error, request, reply)
     }
     call.untrack()
-    call.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)
+    watch.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)
     if (call.era === 'legacy') {
       if (call.sessionId !== undefined) reply.header('mcp-session-id', call.sessionId)
       return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: legacyResult(ctx.method, result) }, 200)
@@ -230,7 +232,7 @@ export function mcpRoutes (endpoint: Endpoint) {
       call.untrack()
       mcpError = legacyError(method, mcpError)
     }
-    call?.ended({ outcome: 'error', code: mcpError.code }, reply)
+    call?.watch.ended({ outcome: 'error', code: mcpError.code, message: mcpError.message }, reply)
     const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
     if (call !== undefined) return call.channel.finish(payload, mcpError.statusCode)
     return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)

@@ -1,0 +1,204 @@
+/**
+ * OpenTelemetry for calls, by the MCP semantic conventions: a SERVER span per call, named
+ * `{mcp.method.name} {target}`, whose parent is the trace context the client put in `params._meta`
+ * (the ambient HTTP span is linked), and the `mcp.server.operation.duration` histogram.
+ *
+ * `@opentelemetry/api` is an optional peer, imported when the plugin registers: without it there
+ * is no tracing; with it and no SDK registered, every span and record is the API's no-op. mocapi
+ * never makes HTTP spans: `@fastify/otel` or the http instrumentation own that layer.
+ */
+import type * as Otel from '@opentelemetry/api'
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import { isPlainObject } from '../check.js'
+import { clientOf, roundOf, type McpContext } from '../context.js'
+import { MOCAPI_VERSION } from '../version.js'
+import type { CallEnd, CallObserver } from './calls.js'
+
+type Api = typeof Otel
+
+/** Imports `@opentelemetry/api`; rejects with `ERR_MODULE_NOT_FOUND` when the app has not installed it. */
+export type ApiLoader = () => Promise<Api>
+
+const importApi: ApiLoader = () => import('@opentelemetry/api')
+
+/** The conventions' advice for the duration histogram, in seconds. */
+export const DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
+
+/** Error codes that say the client asked for something the server could not serve: not errors of the server. */
+const CLIENT_MISTAKES = new Set([-32700, -32600, -32601, -32602, -32002])
+
+/** Longest tool or prompt name, request id and resource URI recorded, in characters. */
+const NAME_LENGTH = 256
+const URI_LENGTH = 1024
+/** Longest `_meta` value handed to the propagators (W3C baggage allows 8192 bytes, more than the other two). */
+const META_VALUE_LENGTH = 8192
+
+const RESOURCE_METHODS = new Set(['resources/read', 'resources/subscribe', 'resources/unsubscribe'])
+
+/** Reads the trace context keys of `params._meta` (`traceparent`, `tracestate`, `baggage`): own string values of bounded length only. */
+const metaGetter: Otel.TextMapGetter<Record<string, unknown>> = {
+  keys: (meta) => Object.keys(meta),
+  get: (meta, key) => {
+    const value = Object.hasOwn(meta, key) ? meta[key] : undefined
+    return typeof value === 'string' && value.length <= META_VALUE_LENGTH ? value : undefined
+  },
+}
+
+/** A string cut to `length`, without leaving half a surrogate pair at the end. */
+function bounded (value: string, length: number): string {
+  if (value.length <= length) return value
+  const cut = value.slice(0, length)
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
+}
+
+/** The tool or prompt a call names, when it names one. */
+function targetOf (ctx: McpContext): string | undefined {
+  if (ctx.method !== 'tools/call' && ctx.method !== 'prompts/get') return undefined
+  const name = ctx.params.name
+  return typeof name === 'string' ? bounded(name, NAME_LENGTH) : undefined
+}
+
+/** Sets the GenAI attributes: `execute_tool` on a tool call, and the name of the tool or prompt, when there is one to record. */
+function setTarget (attributes: Otel.Attributes, method: string, target: string | undefined): void {
+  if (method === 'tools/call') attributes['gen_ai.operation.name'] = 'execute_tool'
+  if (target === undefined) return
+  attributes[method === 'tools/call' ? 'gen_ai.tool.name' : 'gen_ai.prompt.name'] = target
+}
+
+/** The span's attributes when it starts: the method and its target, the version, the request id, the resource, the 2025-era session (its random id, never the sealed one). */
+function spanAttributes (ctx: McpContext, method: string, target: string | undefined): Otel.Attributes {
+  const attributes: Otel.Attributes = {
+    'mcp.method.name': method,
+    'mcp.protocol.version': ctx.protocolVersion,
+    'jsonrpc.request.id': bounded(String(ctx.id), NAME_LENGTH),
+  }
+  setTarget(attributes, method, target)
+  const uri = ctx.params.uri
+  if (RESOURCE_METHODS.has(method) && typeof uri === 'string') attributes['mcp.resource.uri'] = bounded(uri, URI_LENGTH)
+  const session = clientOf(ctx).session
+  if (session !== undefined) attributes['mcp.session.id'] = session
+  return attributes
+}
+
+/** `error.type` by the conventions: the code of a server-side error, `tool_error` for an `isError` result; none for the client's mistakes. */
+function errorTypeOf (end: CallEnd): string | undefined {
+  if (end.outcome === 'tool_error') return 'tool_error'
+  if (end.outcome === 'error' && !CLIENT_MISTAKES.has(end.code as number)) return String(end.code)
+  return undefined
+}
+
+/**
+ * The metric's attributes: the conventions' without the per-request ones. What a client makes up
+ * stays out, so it cannot grow a series per request: an unknown method (-32601) is `_OTHER`, and
+ * a name the call was refused for (-32602) is left out.
+ */
+function metricAttributes (ctx: McpContext, method: string, target: string | undefined, end: CallEnd, errorType: string | undefined): Otel.Attributes {
+  const attributes: Otel.Attributes = {
+    'mcp.method.name': end.code === -32601 ? '_OTHER' : method,
+    'mcp.protocol.version': ctx.protocolVersion,
+  }
+  setTarget(attributes, method, end.code === -32602 ? undefined : target)
+  if (end.code !== undefined) attributes['rpc.response.status_code'] = String(end.code)
+  if (errorType !== undefined) attributes['error.type'] = errorType
+  return attributes
+}
+
+/**
+ * The context the HTTP layer gives the call: `@fastify/otel`'s request span when it is there (the
+ * hook spans it makes around mocapi's own hooks are no place for a call), else the active one.
+ */
+function ambientOf (api: Api, request: FastifyRequest): Otel.Context {
+  const otel = (request as { opentelemetry?: unknown }).opentelemetry
+  if (typeof otel === 'function') {
+    const state = otel.call(request) as { instrumented?: unknown, context?: { getValue?: unknown } } | undefined
+    if (state?.instrumented === true && typeof state.context?.getValue === 'function') return state.context as Otel.Context
+  }
+  return api.context.active()
+}
+
+/** The call's parent: the context the client sent in `_meta`, over the ambient one; the ambient one when `_meta` has none or a propagator chokes on it. */
+function parentOf (api: Api, ambient: Otel.Context, meta: unknown): Otel.Context {
+  if (!isPlainObject(meta)) return ambient
+  try {
+    return api.propagation.extract(ambient, meta, metaGetter)
+  } catch {
+    return ambient
+  }
+}
+
+/** A link to the ambient span, when the call's parent came from `_meta` and is another span. */
+function linksOf (api: Api, ambient: Otel.Context, parent: Otel.Context): Otel.Link[] | undefined {
+  if (parent === ambient) return undefined
+  const transport = api.trace.getSpanContext(ambient)
+  if (transport === undefined || !api.trace.isSpanContextValid(transport)) return undefined
+  return api.trace.getSpanContext(parent)?.spanId === transport.spanId ? undefined : [{ context: transport }]
+}
+
+/** Runs a dispatch in the call's span, so the handler's own spans nest in it and it sees the baggage `_meta` brought. */
+function scoped (api: Api, parent: Otel.Context, span: Otel.Span): <T>(dispatch: () => T) => T {
+  const scope = api.trace.setSpan(parent, span)
+  return (dispatch) => api.context.with(scope, dispatch)
+}
+
+/** The tracing observer over a loaded API; the tracer and the histogram are got now, when the plugin registers. */
+export function callTracer (api: Api): CallObserver {
+  const tracer = api.trace.getTracer('mocapi', MOCAPI_VERSION)
+  const duration = api.metrics.getMeter('mocapi', MOCAPI_VERSION).createHistogram('mcp.server.operation.duration', {
+    description: 'MCP request duration as observed on the receiver from the time it was received until the result is sent.',
+    unit: 's',
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+  })
+  return {
+    begin (request, ctx) {
+      const started = performance.now()
+      const method = bounded(ctx.method, NAME_LENGTH)
+      const target = targetOf(ctx)
+      const ambient = ambientOf(api, request)
+      const parent = parentOf(api, ambient, ctx.params._meta)
+      const span = tracer.startSpan(target === undefined ? method : `${method} ${target}`, {
+        kind: api.SpanKind.SERVER,
+        attributes: spanAttributes(ctx, method, target),
+        links: linksOf(api, ambient, parent),
+      }, parent)
+      return {
+        // With no SDK, the span is the API's invalid no-op: unless `_meta` brought a context, there is nothing to run the dispatch in.
+        within: parent === ambient && !api.trace.isSpanContextValid(span.spanContext()) ? undefined : scoped(api, parent, span),
+        ended: (end) => {
+          const errorType = errorTypeOf(end)
+          if (span.isRecording()) {
+            const round = roundOf(ctx)
+            if (round !== 0) span.setAttribute('mocapi.mrtr.round', round)
+            span.setAttribute('mocapi.call.outcome', end.outcome)
+            if (end.code !== undefined) span.setAttribute('rpc.response.status_code', String(end.code))
+            if (errorType !== undefined) {
+              span.setAttribute('error.type', errorType)
+              span.setStatus(end.outcome === 'error' ? { code: api.SpanStatusCode.ERROR, message: end.message } : { code: api.SpanStatusCode.ERROR })
+            }
+          }
+          span.end()
+          duration.record((performance.now() - started) / 1000, metricAttributes(ctx, method, target, end, errorType))
+        },
+      }
+    },
+  }
+}
+
+function notInstalled (error: unknown): boolean {
+  const { code } = Object(error) as { code?: unknown }
+  return code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND'
+}
+
+/**
+ * The tracing observer, or undefined when `@opentelemetry/api` is not installed (silently) or
+ * cannot be loaded (with a warning: tracing is not worth failing the app for).
+ */
+export async function callTracing (log: FastifyBaseLogger, load: ApiLoader = importApi): Promise<CallObserver | undefined> {
+  let api: Api
+  try {
+    api = await load()
+  } catch (error) {
+    if (!notInstalled(error)) log.warn({ err: error }, 'mocapi: @opentelemetry/api could not be loaded, so calls are not traced')
+    return undefined
+  }
+  return callTracer(api)
+}
