@@ -274,8 +274,8 @@ t.test('a 2025-era call waiting for its answer when the server closes ends as ro
   })
   await closing
   t.equal(call.requests.length, 1, 'the question was asked')
-  t.equal(call.response.result.isError, true)
-  t.same(call.response.result.content, [{ type: 'text', text: 'the server is shutting down' }], 'the client is told why')
-  t.same(logs.lines.filter((line) => line.mcp?.handler === 'tool greet').map((line) => [line.level, line.msg]),
-    [[30, 'mocapi: tool greet stopped, its call aborted']], 'logged at info, not as a tool that threw')
+  t.same(call.response.error, { code: -32603, message: "tool greet stopped waiting for the client's answer: the server is shutting down" },
+    'the call ends with an error that says why, not as a tool that failed')
+  t.same(logs.lines.filter((line) => line.level >= 40), [], 'nothing at warn or error: a shutdown is routine')
+  t.match(logs.lines.find((line) => line.msg === 'mcp call' && line.mcp.method === 'tools/call'), { level: 30, mcp: { outcome: 'error', code: -32603 } })
 })
