@@ -81,10 +81,10 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections())
-  // Open listen streams end first, so the server can close with no request left hanging.
+  // Every open reply's signal aborts first: listen and GET streams end with their final result, waiting
+  // 2025-era calls stop waiting, and handlers get the grace period; so the server closes with no request hanging.
   fastify.addHook('preClose', async () => {
     lifecycle.close()
-    subscriptions.closeAll()
   })
   fastify.addHook('onClose', async () => {
     lifecycle.closed()

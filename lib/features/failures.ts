@@ -30,9 +30,7 @@ export class Failures {
   handlerFailed (ctx: McpContext, label: string, error: unknown): string {
     if (error instanceof Error && error.name === 'AbortError' && ctx.signal.aborted) {
       ctx.logger.info({ mcp: { method: ctx.method, handler: label, reason: error.message } }, `mocapi: ${label} stopped, its call aborted`)
-      return this.#expose ? error.message : `${label} failed; the server logged the details`
-    }
-    ctx.logger.error({ err: error instanceof Error ? error : { message: messageOf(error) }, mcp: { method: ctx.method, handler: label } }, `mocapi: ${label} threw`)
+    } else ctx.logger.error({ err: error instanceof Error ? error : { message: messageOf(error) }, mcp: { method: ctx.method, handler: label } }, `mocapi: ${label} threw`)
     return this.#expose ? messageOf(error) : `${label} failed; the server logged the details`
   }
 }

@@ -235,8 +235,8 @@ export class Subscriptions {
    */
   stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string> }, format: (event: ChangeEvent) => object,
     stream: NotificationStream = streamOf(ctx)): { listener: Listener, ended: Promise<void> } {
-    let close: () => void = () => {}
-    let settle: () => void = () => {}
+    let close!: () => void
+    let settle!: () => void
     const ended = new Promise<void>((resolve) => { settle = resolve })
     const listener: Listener = {
       ctx,
@@ -265,10 +265,5 @@ export class Subscriptions {
     streamOf(ctx).notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ctx.params.notifications, _meta: meta } })
     await ended
     return { _meta: meta }
-  }
-
-  /** Ends every open stream with its final result (graceful shutdown). */
-  closeAll (): void {
-    for (const listener of [...this.#listeners]) listener.end()
   }
 }

@@ -54,8 +54,9 @@ export const MAX_CLOCK_SKEW_MS = 60_000
 /** The purpose byte of requestState tokens. Purpose 1 carried the payload as an object and is refused. */
 export const REQUEST_STATE_PURPOSE = 2
 
+/** The kind of a value that is neither a string nor null, for an error message. */
 function describe (value: unknown): string {
-  return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value
+  return Array.isArray(value) ? 'array' : typeof value
 }
 
 /** Mints and verifies requestState tokens under a key ring. */

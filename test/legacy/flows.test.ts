@@ -42,11 +42,12 @@ function tools (app: FastifyInstance, runs: { count: number } = { count: 0 }): v
     .resource({ uri: 'test://watched', name: 'watched' }, () => 'w')
 }
 
-async function served (t: Test, options: MocapiOptions = {}, logs?: ReturnType<typeof capturedLogs>) {
+async function served (t: Test, options: MocapiOptions = {}, logs?: ReturnType<typeof capturedLogs>, setup?: (app: FastifyInstance) => void) {
   const app = Fastify({ forceCloseConnections: true, ...logs?.options })
   await app.register(mocapi, { requestState: { keys: [KEY] }, ...options })
   const runs = { count: 0 }
   tools(app, runs)
+  setup?.(app)
   t.teardown(() => app.close())
   await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, runs, url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp` }
@@ -278,4 +279,24 @@ t.test('a 2025-era call waiting for its answer when the server closes ends as ro
     'the call ends with an error that says why, not as a tool that failed')
   t.same(logs.lines.filter((line) => line.level >= 40), [], 'nothing at warn or error: a shutdown is routine')
   t.match(logs.lines.find((line) => line.msg === 'mcp call' && line.mcp.method === 'tools/call'), { level: 30, mcp: { outcome: 'error', code: -32603 } })
+})
+
+t.test('a 2025-era call is held to requestState.maxRounds, and needs a principal to ask', async (t) => {
+  const { url } = await served(t, { requestState: { keys: [KEY], maxRounds: 2 } }, undefined, (app) => {
+    app.addHook('onRequest', async (request) => {
+      if (request.headers['x-user'] !== undefined) (request as unknown as { user: object }).user = { name: request.headers['x-user'] }
+    })
+    app.mcp.tool({ name: 'insatiable' }, async (_args, ctx) => {
+      for (let i = 0; ; i++) await ctx.elicit(`Question ${i}`, confirm, { key: `q${i}` })
+    })
+  })
+  const session = await openSession(url)
+  const endless = await session.call('tools/call', { name: 'insatiable' }, () => ({ action: 'accept', content: { ok: true } }))
+  t.equal(endless.requests.length, 2, 'the two rounds allowed were asked')
+  t.same(endless.response.error, { code: -32602, message: 'tool insatiable still needs input after 2 rounds, the limit (requestState.maxRounds)' })
+  // Authenticated (request.user is set) with no sub: no principal to bind, so no round is asked.
+  const nameless = await openSession(url, { headers: { 'x-user': 'ada' } })
+  const refused = await nameless.call('tools/call', { name: 'greet' }, () => ({ action: 'accept', content: { name: 'Ada' } }))
+  t.equal(refused.requests.length, 0, 'nothing was asked')
+  t.match(refused.response.error, { message: /found no principal to bind/ })
 })

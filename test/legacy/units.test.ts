@@ -7,6 +7,7 @@ import { MAX_REMEMBERED_LEVELS, SessionHub } from '../../lib/legacy/hub.js'
 import { legacyError, legacyResult } from '../../lib/legacy/shape.js'
 import { Exchange } from '../../lib/legacy/exchange.js'
 import { McpError } from '../../lib/errors.js'
+import { requestedSchema } from '../../lib/index.js'
 import { Subscriptions } from '../../lib/features/subscriptions.js'
 
 const key = createHash('sha256').update('session unit key').digest()
@@ -229,4 +230,21 @@ t.test('the exchange: waits that end every way, answers taken once, and bus mess
   exchange.received({ t: 'ack', ticket, delivery: 'maybe' })
   exchange.received({ t: 'ack', ticket, delivery: 'accepted' })
   t.equal(await pending, 'accepted', 'only a well-formed acknowledgement settles a forwarded answer')
+})
+
+t.test('a ledger slot whose URL changed says so', async (t) => {
+  const { build, call } = await import('../helpers.js')
+  let url = 'https://example.com/sign-in?a'
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'sign_in' }, async (_args, ctx) => {
+      await ctx.elicitUrl('Sign in', url)
+      await ctx.elicit('Name?', requestedSchema().string('name'))
+      return 'done'
+    })
+  })
+  const caps = { capabilities: { elicitation: { form: {}, url: {} } } }
+  const first = await call(app, 'tools/call', { name: 'sign_in' }, caps)
+  url = 'https://example.com/sign-in?b'
+  const changed = await call(app, 'tools/call', { name: 'sign_in', requestState: first.body.result.requestState, inputResponses: { 'elicit-1': { action: 'accept' } } }, caps)
+  t.same(changed.body.error.data, { reason: 'ledger_mismatch', ordinal: 1, part: 'url' })
 })
