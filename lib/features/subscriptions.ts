@@ -235,7 +235,6 @@ export class Subscriptions {
    */
   stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string> }, format: (event: ChangeEvent) => object,
     stream: NotificationStream = streamOf(ctx)): { listener: Listener, ended: Promise<void> } {
-    let close!: () => void
     let settle!: () => void
     const ended = new Promise<void>((resolve) => { settle = resolve })
     const listener: Listener = {
@@ -243,12 +242,13 @@ export class Subscriptions {
       lists: filter.lists,
       uris: filter.uris,
       notify: (event) => { if (!stream.notify(format(event))) listener.end() },
+      // Called only once `open` returned: opening runs no listener code.
       end: () => {
         close()
         settle()
       },
     }
-    close = this.open(listener)
+    const close = this.open(listener)
     // A client may have left before its request got here: its stream must not stay open.
     if (stream.signal.aborted) listener.end()
     else stream.signal.addEventListener('abort', listener.end)
