@@ -1,22 +1,28 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { createTestClient, accept, textOf } from '../../lib/testing/index.js'
 
 const demo = fileURLToPath(new URL('../../examples/demo-server.ts', import.meta.url))
+// The demo runs from source through the TypeScript loader this test runs under.
+const loader = process.execArgv.filter((arg) => arg.includes('typescript'))
+
+function demoEnv (set: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...set }
+  // tap's process-info hook would count the demo's own lines toward the library's coverage.
+  delete env.NODE_V8_COVERAGE
+  delete env.NODE_OPTIONS
+  for (const name of Object.keys(env)) if (name.startsWith('_TAPJS_PROCESSINFO')) delete env[name]
+  return env
+}
 
 t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async (t) => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    // The demo runs from source through the TypeScript loader this test runs under, and reports no coverage of its own.
-    const loader = process.execArgv.filter((arg) => arg.includes('typescript'))
     // The second run leaves HOST and LOG_LEVEL to the demo's defaults.
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }
+    const env = demoEnv({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' })
     if (signal === 'SIGINT') { delete env.HOST; delete env.LOG_LEVEL }
-    // tap's process-info hook would count the demo's own lines toward the library's coverage.
-    delete env.NODE_V8_COVERAGE
-    delete env.NODE_OPTIONS
-    for (const name of Object.keys(env)) if (name.startsWith('_TAPJS_PROCESSINFO')) delete env[name]
     const child = spawn(process.execPath, [...loader, demo], { env, stdio: ['ignore', 'pipe', 'inherit'] })
     const lines: Array<Record<string, any>> = []
     let buffer = ''
@@ -62,4 +68,25 @@ t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async
     t.equal(code, 0, `${signal}: a clean exit`)
     t.ok(lines.some((line) => line.msg === 'closing' && line.signal === signal), `${signal}: it says why it closes`)
   }
+})
+
+t.test('without PORT the demo listens on 127.0.0.1:3000, and a port in use stops it with the reason', async (t) => {
+  // Hold the port (or find it held already): the demo must then fail on port 3000, whatever else runs here.
+  const holder = createServer()
+  await new Promise<void>((resolve) => {
+    holder.once('error', () => resolve())
+    holder.listen(3000, '127.0.0.1', () => resolve())
+  })
+  t.teardown(() => { holder.close() })
+  const env = demoEnv({ LOG_LEVEL: 'info' })
+  delete env.PORT
+  delete env.HOST
+  const child = spawn(process.execPath, [...loader, demo], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const [code] = await once(child, 'exit')
+  t.not(code, 0, 'the demo exits with an error')
+  t.match(output, /EADDRINUSE/, 'it says the address is in use')
+  t.match(output, /127\.0\.0\.1:3000/, 'the default address is 127.0.0.1:3000')
 })
