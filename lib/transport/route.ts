@@ -94,8 +94,13 @@ export function mcpRoutes (endpoint: Endpoint) {
   const { options, modern, legacy, lifecycle, protectedResource, observer } = endpoint
   const serverInfoMeta = { [META_SERVER_INFO]: options.serverInfo }
   const channelLimits = { maxBufferedBytes: options.limits.streamBufferBytes }
-  // Route-local: the calls of the requests that got a context.
-  const calls = new WeakMap<FastifyRequest, Call>()
+  // The call of a request that got a context rides on the request under a decorated symbol: a
+  // WeakMap keyed by requests made every garbage collection trace thousands of ephemerons, and
+  // cost a third of the throughput of a plain tools/call.
+  const calls = {
+    get: (request: FastifyRequest): Call | undefined => (request as unknown as CallHolder)[kCall] ?? undefined,
+    set: (request: FastifyRequest, call: Call): void => { (request as unknown as CallHolder)[kCall] = call },
+  }
 
   function checkOrigin (request: FastifyRequest): void {
     const origin = request.headers.origin
@@ -256,6 +261,7 @@ export function mcpRoutes (endpoint: Endpoint) {
   }
 
   return async function routes (fastify: FastifyInstance): Promise<void> {
+    fastify.decorateRequest(kCall, null)
     fastify.setErrorHandler((error, request, reply) => fail(error, request, reply))
     fastify.removeContentTypeParser('text/plain')
     fastify.route({ method: 'POST', url: options.path, bodyLimit: options.bodyLimit, onRequest, preHandler, handler })
@@ -265,3 +271,6 @@ export function mcpRoutes (endpoint: Endpoint) {
 }
 
 function noop (): void {}
+
+const kCall = Symbol('mocapi.call')
+interface CallHolder { [kCall]: Call | null }
