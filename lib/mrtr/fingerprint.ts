@@ -5,7 +5,7 @@
  * 128 bits, of the request's shape and of its text, kept apart so a mismatch can say which one
  * differed.
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { InputRequest } from '../protocol/wire.js'
 
 /** The kinds of input request, each with the character that starts its fingerprints. */
@@ -29,7 +29,8 @@ export interface Question {
 
 /** 128 bits of SHA-256 over a domain and a text, as 22 base64url characters. */
 export function digest (domain: string, text: string): string {
-  return createHash('sha256').update(domain).update('\0').update(text).digest().toString('base64url', 0, 16)
+  // The one-shot hash: a third of the time of a Hash object's update and digest.
+  return hash('sha256', `${domain}\0${text}`, 'buffer').toString('base64url', 0, 16)
 }
 
 const DIGEST_LENGTH = 22

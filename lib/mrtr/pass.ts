@@ -17,7 +17,12 @@ export type PassOutcome<T> =
  */
 export class InputRequired extends Error {
   constructor () {
+    // It carries no stack: it is control flow, made on every round that asks, and capturing the
+    // handler's stack cost more than the rest of the ask.
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super('mocapi: this round needs input from the client; the handler runs again when the client answers')
+    Error.stackTraceLimit = limit
     this.name = 'InputRequired'
   }
 }

@@ -20,7 +20,14 @@ function event (message: object): string {
  */
 export class Lifecycle {
   #closing = false
-  readonly #open = new Set<ReplyChannel>()
+  /**
+   * The open replies, as a doubly linked list rather than a Set. A Set churned by one add and
+   * one delete per request rehashes every few requests, and V8 links each replaced table to its
+   * successor (for live iterators); once a dead table reached the old generation, that link kept
+   * each newer table, and every request its entries held, alive through young-generation
+   * collections. Measured: ~2 MB promoted per scavenge, which doubled the CPU of an asking call.
+   */
+  #head: OpenReply | undefined
   readonly #grace: number
   readonly #closeIdleConnections: () => void
   #timer: NodeJS.Timeout | undefined
@@ -39,21 +46,40 @@ export class Lifecycle {
     this.#closeIdleConnections()
   }
 
-  track (channel: ReplyChannel): void {
-    this.#open.add(channel)
+  /** Adds an open reply; pass what it returns to {@link untrack} once the reply is done. */
+  track (channel: ReplyChannel): OpenReply {
+    const entry: OpenReply = { channel, prev: undefined, next: this.#head, tracked: true }
+    if (this.#head !== undefined) this.#head.prev = entry
+    this.#head = entry
+    return entry
   }
 
-  untrack (channel: ReplyChannel): void {
-    this.#open.delete(channel)
+  /** Takes a reply out of the open ones; a second call does nothing. */
+  untrack (entry: OpenReply): void {
+    if (!entry.tracked) return
+    entry.tracked = false
+    if (entry.prev === undefined) this.#head = entry.next
+    else entry.prev.next = entry.next
+    if (entry.next !== undefined) entry.next.prev = entry.prev
+    // A finished entry points at nothing: it must not keep later requests alive (see #head).
+    entry.prev = undefined
+    entry.next = undefined
+  }
+
+  /** The open replies, listed now: ending one while walking the list would cut the walk short. */
+  #openReplies (): ReplyChannel[] {
+    const list: ReplyChannel[] = []
+    for (let entry = this.#head; entry !== undefined; entry = entry.next) list.push(entry.channel)
+    return list
   }
 
   /** The server is closing: abort every open reply's signal, and end what outlives the grace period. */
   close (): void {
     this.#closing = true
-    for (const channel of this.#open) channel.abort('the server is shutting down')
-    if (this.#open.size === 0) return
+    for (const channel of this.#openReplies()) channel.abort('the server is shutting down')
+    if (this.#head === undefined) return
     this.#timer = setTimeout(() => {
-      for (const channel of [...this.#open]) channel.abandon()
+      for (const channel of this.#openReplies()) channel.abandon()
     }, this.#grace)
   }
 
@@ -61,6 +87,14 @@ export class Lifecycle {
   closed (): void {
     clearTimeout(this.#timer)
   }
+}
+
+/** One open reply in a {@link Lifecycle}'s list. */
+export interface OpenReply {
+  readonly channel: ReplyChannel
+  prev: OpenReply | undefined
+  next: OpenReply | undefined
+  tracked: boolean
 }
 
 /**
@@ -92,6 +126,7 @@ export class ReplyChannel implements NotificationStream {
   #streaming = false
   #finished = false
   #controller: AbortController | undefined
+  readonly #entry: OpenReply
 
   constructor (reply: FastifyReply, id: RequestId, lifecycle: Lifecycle, limits: ChannelLimits, log: FastifyBaseLogger) {
     this.#reply = reply
@@ -99,9 +134,9 @@ export class ReplyChannel implements NotificationStream {
     this.#lifecycle = lifecycle
     this.#limits = limits
     this.#log = log
-    lifecycle.track(this)
+    this.#entry = lifecycle.track(this)
     reply.raw.once('close', () => {
-      lifecycle.untrack(this)
+      lifecycle.untrack(this.#entry)
       if (!reply.raw.writableFinished) this.abort('the client went away')
     })
   }
@@ -157,7 +192,7 @@ export class ReplyChannel implements NotificationStream {
   /** Ends an event stream that has no final message (a 2025-era GET stream, which ends once). */
   end (): void {
     this.#finished = true
-    this.#lifecycle.untrack(this)
+    this.#lifecycle.untrack(this.#entry)
     const raw = this.#reply.raw
     if (this.closed) raw.destroy()
     else raw.end()
@@ -176,7 +211,7 @@ export class ReplyChannel implements NotificationStream {
   finish (message: object, statusCode: number): FastifyReply | undefined {
     if (this.#finished) return undefined
     this.#finished = true
-    this.#lifecycle.untrack(this)
+    this.#lifecycle.untrack(this.#entry)
     if (!this.#streaming) return sendClosing(this.#reply, this.#lifecycle).code(statusCode).send(message)
     const raw = this.#reply.raw
     if (this.#lifecycle.closing) raw.once('finish', () => setImmediate(() => this.#lifecycle.closeIdleConnections()))
