@@ -37,7 +37,11 @@ export function firstError (errors: ErrorObject[] | null | undefined): { keyword
 
 export class SchemaCompiler {
   #ajv: Ajv2020 | undefined
-  readonly #answers = new Map<string, { schema: object, validate: Validator }>()
+  // Each entry notes when it was last used; the least recently used is found by a scan, and
+  // only when a new schema must make room. Moving a hit to the end of the Map instead (a delete
+  // and a set per answer) churned the Map's table on every answered ask.
+  readonly #answers = new Map<string, { schema: object, validate: Validator, used: number }>()
+  #uses = 0
 
   // Made on first use: an app that registers no schema never pays for the meta-schema.
   get #instance (): Ajv2020 {
@@ -70,21 +74,30 @@ export class SchemaCompiler {
    * the most recently used {@link MAX_ANSWER_SCHEMAS} schemas.
    */
   answerValidator (json: string, render: () => object): Validator {
+    const used = ++this.#uses
     const kept = this.#answers.get(json)
     if (kept !== undefined) {
-      // Most recently used last: the first entry is the one to evict.
-      this.#answers.delete(json)
-      this.#answers.set(json, kept)
+      kept.used = used
       return kept.validate
     }
     const schema = render()
     const validate = this.compile(schema, 'a requested schema')
-    if (this.#answers.size >= MAX_ANSWER_SCHEMAS) {
-      const [oldest, entry] = this.#answers.entries().next().value as [string, { schema: object }]
-      this.#answers.delete(oldest)
-      this.release(entry.schema)
-    }
-    this.#answers.set(json, { schema, validate })
+    if (this.#answers.size >= MAX_ANSWER_SCHEMAS) this.#evictLeastRecentlyUsed()
+    this.#answers.set(json, { schema, validate, used })
     return validate
+  }
+
+  #evictLeastRecentlyUsed (): void {
+    let oldest: string | undefined
+    let oldestUse = Infinity
+    for (const [json, entry] of this.#answers) {
+      if (entry.used < oldestUse) {
+        oldest = json
+        oldestUse = entry.used
+      }
+    }
+    const entry = this.#answers.get(oldest as string) as { schema: object }
+    this.#answers.delete(oldest as string)
+    this.release(entry.schema)
   }
 }

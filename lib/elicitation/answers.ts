@@ -7,7 +7,7 @@ import type { SchemaCompiler } from '../json-schema.js'
 import { firstError } from '../json-schema.js'
 import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import type { PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder } from './schema.js'
-import { schemaJson } from './schema.js'
+import { schemaFields, schemaJson } from './schema.js'
 
 /** Checks and normalises one answer from `inputResponses`: the value the handler gets, or why it was refused. */
 export type ResponseCheck = (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string }
@@ -103,14 +103,13 @@ export class FormAnswers {
     if (action !== 'accept') return { ok: true, value: { action } }
     const given = Object.hasOwn(value, 'content') ? value.content : undefined
     if (!isPlainObject(given)) return { ok: false, message: 'content must be an object' }
-    const json = schemaJson(builder)
-    const schema = builder.schema
-    // Only the declared fields, read as own properties: what the schema does not ask for never arrives.
+    // Only the declared fields, read as own properties: what the schema does not ask for never
+    // arrives. The schema itself is rendered only when its validator is not compiled yet.
     const content: JsonObject = {}
-    for (const name of Object.keys(schema.properties)) {
+    for (const name of schemaFields(builder)) {
       if (Object.hasOwn(given, name)) Object.defineProperty(content, name, { value: given[name], enumerable: true, writable: true, configurable: true })
     }
-    const validate = this.#compiler.answerValidator(json, () => answerSchema(schema))
+    const validate = this.#compiler.answerValidator(schemaJson(builder), () => answerSchema(builder.schema))
     if (validate(content)) return { ok: true, value: { action, content } }
     const error = firstError(validate.errors)
     return { ok: false, message: `${where(error.path)} ${error.message}` }

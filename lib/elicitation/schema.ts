@@ -228,6 +228,9 @@ function deepFreeze<T> (value: T): T {
  */
 export const SCHEMA_JSON: unique symbol = Symbol('mocapi.requestedSchema.json')
 
+/** @internal The names of a builder's fields, in order, known without rendering its schema. */
+export const SCHEMA_FIELDS: unique symbol = Symbol('mocapi.requestedSchema.fields')
+
 /** @internal The digest of a builder's JSON text, which stands for the schema in ledger fingerprints. */
 export const SCHEMA_DIGEST: unique symbol = Symbol('mocapi.requestedSchema.digest')
 
@@ -267,6 +270,10 @@ class Builder {
       this.#json = `{"type":"object","properties":{${properties}}${required === '' ? '' : `,"required":[${required}]`}}`
     }
     return this.#json
+  }
+
+  get [SCHEMA_FIELDS] (): string[] {
+    return this.#fields.map((field) => field.name)
   }
 
   get [SCHEMA_DIGEST] (): string {
@@ -390,6 +397,11 @@ export function requestedSchema (): RequestedSchemaBuilder {
 /** @internal The JSON text of a builder's schema; a hand-made object with a `schema` has it rendered. */
 export function schemaJson (builder: RequestedSchemaBuilder<object>): string {
   return (builder as { [SCHEMA_JSON]?: string })[SCHEMA_JSON] ?? JSON.stringify(builder.schema)
+}
+
+/** @internal The names of the fields a builder's schema asks for. */
+export function schemaFields (builder: RequestedSchemaBuilder<object>): string[] {
+  return (builder as { [SCHEMA_FIELDS]?: string[] })[SCHEMA_FIELDS] ?? Object.keys(builder.schema.properties)
 }
 
 /** @internal The digest standing for a builder's schema in ledger fingerprints. */

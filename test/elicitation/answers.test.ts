@@ -136,6 +136,20 @@ t.test('builders that render the same schema share one validator, in a bounded c
   t.equal(renders, MAX_ANSWER_SCHEMAS + 2)
 })
 
+t.test('the answer validator cache evicts the least recently used schema, not the first added', async (t) => {
+  const compiler = new SchemaCompiler()
+  let renders = 0
+  const render = () => { renders++; return { type: 'object' } }
+  for (let i = 0; i < MAX_ANSWER_SCHEMAS; i++) compiler.answerValidator(`{"n":${i}}`, render)
+  const firstAdded = compiler.answerValidator('{"n":0}', render)
+  compiler.answerValidator('{"new":1}', render)
+  t.equal(renders, MAX_ANSWER_SCHEMAS + 1, 'the cache was full, and one new schema was compiled')
+  t.equal(compiler.answerValidator('{"n":0}', render), firstAdded, 'the first schema added, used just before, is kept')
+  t.equal(renders, MAX_ANSWER_SCHEMAS + 1)
+  compiler.answerValidator('{"n":1}', render)
+  t.equal(renders, MAX_ANSWER_SCHEMAS + 2, 'the least recently used one was the one evicted')
+})
+
 t.test('an object that only has a rendered schema is checked too', async (t) => {
   const handMade = { schema: { type: 'object', properties: { code: { type: 'string', minLength: 4 } }, required: ['code'] } }
   const check = contentCheck(handMade as never)
