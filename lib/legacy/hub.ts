@@ -15,7 +15,10 @@ export class SessionHub {
   readonly #publish: (event: SessionEvent) => void
   readonly #levels = new Map<string, LoggingLevel>()
   readonly #streams = new Map<string, Set<Listener>>()
-  readonly #running = new Map<string, () => void>()
+  // A dictionary object, not a Map: it takes one entry and loses one per request, and a Map
+  // churned that way links each table it outgrows to the next, which can keep finished requests
+  // alive through young-generation collections (see Lifecycle in transport/channel.ts).
+  readonly #running: Record<string, () => void> = Object.create(null)
 
   constructor (subscriptions: Subscriptions, publish: (event: SessionEvent) => void) {
     this.#subscriptions = subscriptions
@@ -60,8 +63,9 @@ export class SessionHub {
   /** A request of the session running on this node, and how to cancel it; the returned function forgets it. */
   addRequest (session: string, requestId: string | number, cancel: () => void): () => void {
     const key = `${session}\u0000${typeof requestId}:${requestId}`
-    this.#running.set(key, cancel)
-    return () => { this.#running.delete(key) }
+    const running = this.#running
+    running[key] = cancel
+    return () => { delete running[key] }
   }
 
   /** An event of some session, from the bus. */
@@ -71,7 +75,7 @@ export class SessionHub {
         this.#remember(event.session, event.level)
         return
       case 'cancel':
-        this.#running.get(`${event.session}\u0000${typeof event.requestId}:${event.requestId}`)?.()
+        this.#running[`${event.session}\u0000${typeof event.requestId}:${event.requestId}`]?.()
         return
       default:
         for (const listener of this.#streams.get(event.session) ?? []) {

@@ -126,6 +126,8 @@ export class ReplyChannel implements NotificationStream {
   #streaming = false
   #finished = false
   #controller: AbortController | undefined
+  /** Why the signal is aborted, while no one has read it yet. */
+  #abortedFor: string | undefined
   readonly #entry: OpenReply
 
   constructor (reply: FastifyReply, id: RequestId, lifecycle: Lifecycle, limits: ChannelLimits, log: FastifyBaseLogger) {
@@ -151,17 +153,19 @@ export class ReplyChannel implements NotificationStream {
   get signal (): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController()
-      if (this.closed) this.#controller.abort(new DOMException('the client went away', 'AbortError'))
+      const reason = this.#abortedFor ?? (this.closed ? 'the client went away' : undefined)
+      if (reason !== undefined) this.#controller.abort(new DOMException(reason, 'AbortError'))
     }
     return this.#controller.signal
   }
 
-  /** Aborts the signal, if anyone holds it, with `reason`. */
+  /**
+   * Aborts the signal with `reason`. Until someone reads the signal, only the first reason is
+   * kept: most replies end without anyone holding it, and need no controller.
+   */
   abort (reason: string): void {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController()
-    }
-    if (!this.#controller.signal.aborted) this.#controller.abort(new DOMException(reason, 'AbortError'))
+    if (this.#controller === undefined) this.#abortedFor ??= reason
+    else if (!this.#controller.signal.aborted) this.#controller.abort(new DOMException(reason, 'AbortError'))
   }
 
   /**
