@@ -1,5 +1,6 @@
 import { InvalidRequestedSchemaError } from '../errors.js'
 import { digest } from '../mrtr/fingerprint.js'
+import { deepFreeze } from '../protocol/wire.js'
 
 /**
  * The `requestedSchema()` builder: the one way a mocapi tool describes the input it elicits.
@@ -210,15 +211,6 @@ function pick (opts: AnyOptions, keys: readonly string[]): Record<string, unknow
   // arrays are copied so freezing the schema never freezes the caller's default
   for (const key of keys) if (opts[key] !== undefined) out[key] = Array.isArray(opts[key]) ? [...opts[key]] : opts[key]
   return out
-}
-
-function deepFreeze<T> (value: T): T {
-  // Fields shared with a builder already rendered are frozen already, so this only walks what is new.
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    for (const v of Object.values(value)) deepFreeze(v)
-    Object.freeze(value)
-  }
-  return value
 }
 
 /**

@@ -73,3 +73,12 @@ export interface CallToolResult {
 export function isPlainObject (value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
+
+/** Freezes a value and everything in it; a part already frozen is taken as frozen all the way down. */
+export function deepFreeze<T> (value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner)
+    Object.freeze(value)
+  }
+  return value
+}

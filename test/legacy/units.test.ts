@@ -2,7 +2,7 @@ import t from 'tap'
 import { createHash } from 'node:crypto'
 import Fastify from 'fastify'
 import { KeyRing } from '../../lib/mrtr/seal.js'
-import { SessionCodec, reduceCapabilities, reduceInfo, MAX_SESSION_ID_LENGTH } from '../../lib/legacy/session.js'
+import { SessionCodec, reduceCapabilities, reduceInfo, MAX_OPENED_SESSIONS, MAX_SESSION_ID_LENGTH, type Session } from '../../lib/legacy/session.js'
 import { MAX_REMEMBERED_LEVELS, SessionHub } from '../../lib/legacy/hub.js'
 import { legacyError, legacyResult } from '../../lib/legacy/shape.js'
 import { Exchange } from '../../lib/legacy/exchange.js'
@@ -44,6 +44,23 @@ t.test('a session opens only while live, only under the ring, only as a session'
   t.equal(codec.open(''), undefined)
   const other = new SessionCodec(new KeyRing([createHash('sha256').update('another key').digest()]), 60_000, () => now)
   t.equal(other.open(codec.seal(codec.create(bound, '2025-11-25', {}, undefined))), undefined, 'another ring')
+})
+
+t.test('an opened session id is kept, frozen, within a bound, and still expires', async (t) => {
+  let now = 1_000_000
+  const codec = new SessionCodec(new KeyRing([key]), 60_000, () => now)
+  const id = codec.seal(codec.create(bound, '2025-11-25', { elicitation: { form: {} } }, { name: 'c', version: '1' }))
+  const first = codec.open(id) as Session
+  t.equal(codec.open(id), first, 'the second request of the session gets the kept session')
+  t.ok(Object.isFrozen(first) && Object.isFrozen(first.capabilities) && Object.isFrozen(first.capabilities.elicitation) && Object.isFrozen(first.principal),
+    'a kept session cannot be changed by one request for the next')
+  for (let i = 0; i < MAX_OPENED_SESSIONS; i++) codec.open(codec.seal(codec.create(bound, '2025-11-25', {}, undefined)))
+  const again = codec.open(id) as Session
+  t.not(again, first, 'past the bound the oldest was let go, and its id is opened again')
+  t.same(again, first)
+  now += 60_000
+  t.equal(codec.open(id), undefined, 'a kept session expires like any other')
+  t.equal(codec.open(id), undefined)
 })
 
 t.test('a sealed payload of the wrong shape is no session', async (t) => {
