@@ -9,7 +9,23 @@ import addFormats from 'ajv-formats'
 import { InvalidSchemaError } from './errors.js'
 
 /** A compiled validator; `errors` holds the failures of its last call. */
-export type Validator = ValidateFunction
+export interface Validator {
+  (data: unknown): boolean
+  errors?: ErrorObject[] | null
+}
+
+/** A schema compiled and not yet released, with the validator handed out for it. */
+interface Live {
+  readonly schema: object
+  /** The validator handed out: it calls `compiled`, which a new Ajv instance may replace. */
+  readonly validate: Validator
+  compiled: ValidateFunction
+  /** How many holders got `validate` (one schema object may serve several definitions). */
+  holders: number
+}
+
+/** An Ajv instance is replaced once it released this many schemas, or as many as are live if more. */
+export const RECYCLE_AFTER = 256
 
 /** Answer schemas kept compiled at once: a handler that builds its schemas from data makes new ones. */
 export const MAX_ANSWER_SCHEMAS = 256
@@ -35,8 +51,27 @@ export function firstError (errors: ErrorObject[] | null | undefined): { keyword
   return { keyword: error.keyword, path: pathOf(error.instancePath), params: error.params, message: error.message as string }
 }
 
+/**
+ * Ajv keeps every schema it compiled in its instance's code scope, removeSchema or not: an app
+ * that adds and removes tools, or whose handlers build requested schemas from data, would grow
+ * without end (20,000 add/remove cycles: 9 MB to 84 MB). So validators are handed out as
+ * wrappers, and once an instance has released {@link RECYCLE_AFTER} schemas (or as many as are
+ * live, if more), the live ones are compiled again on a fresh instance and the old one is let go.
+ * What a compiler holds stays within the live schemas plus that many released ones.
+ */
+function newInstance (): Ajv2020 {
+  // ownProperties: a field named like an Object.prototype member is present only when given.
+  // addUsedSchema: false keeps a schema's $id out of the instance's registry, so a tool can be
+  // registered again after its removal, and two tools may share an $id.
+  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, addUsedSchema: false, ownProperties: true })
+  addFormats.default(ajv)
+  return ajv
+}
+
 export class SchemaCompiler {
   #ajv: Ajv2020 | undefined
+  readonly #live = new Map<object, Live>()
+  #released = 0
   // Each entry notes when it was last used; the least recently used is found by a scan, and
   // only when a new schema must make room. Moving a hit to the end of the Map instead (a delete
   // and a set per answer) churned the Map's table on every answered ask.
@@ -45,28 +80,49 @@ export class SchemaCompiler {
 
   // Made on first use: an app that registers no schema never pays for the meta-schema.
   get #instance (): Ajv2020 {
-    if (this.#ajv === undefined) {
-      // ownProperties: a field named like an Object.prototype member is present only when given.
-      // addUsedSchema: false keeps a schema's $id out of the instance's registry, so a tool can be
-      // registered again after its removal, and two tools may share an $id.
-      this.#ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, addUsedSchema: false, ownProperties: true })
-      addFormats.default(this.#ajv)
-    }
+    this.#ajv ??= newInstance()
     return this.#ajv
   }
 
   /** Compiles a definition's JSON Schema; throws an InvalidSchemaError naming `where` when it is not one. */
   compile (schema: object, where: string): Validator {
+    const live = this.#live.get(schema)
+    if (live !== undefined) {
+      live.holders++
+      return live.validate
+    }
+    let compiled
     try {
-      return this.#instance.compile(schema)
+      compiled = this.#instance.compile(schema)
     } catch (error) {
       throw new InvalidSchemaError(where, (error as Error).message)
     }
+    const validate: Validator = (data) => {
+      const current = entry.compiled
+      const valid = current(data) as boolean
+      validate.errors = current.errors
+      return valid
+    }
+    const entry: Live = { schema, validate, compiled, holders: 1 }
+    this.#live.set(schema, entry)
+    return validate
   }
 
-  /** Forgets a compiled schema, so its validator can be collected once nothing else holds it. */
+  /** Releases a compiled schema (one holder of it): once none is left, its validator can be collected. */
   release (schema: object): void {
-    this.#ajv?.removeSchema(schema)
+    const live = this.#live.get(schema)
+    if (live === undefined || --live.holders > 0) return
+    this.#live.delete(schema)
+    if (++this.#released >= Math.max(RECYCLE_AFTER, this.#live.size)) this.#recycle()
+  }
+
+  /** Compiles the live schemas on a fresh instance, so the old one and all it kept can be collected. */
+  #recycle (): void {
+    const fresh = newInstance()
+    // Each compiled before with the same options, so each compiles again.
+    for (const live of this.#live.values()) live.compiled = fresh.compile(live.schema)
+    this.#ajv = fresh
+    this.#released = 0
   }
 
   /**
