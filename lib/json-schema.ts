@@ -51,14 +51,6 @@ export function firstError (errors: ErrorObject[] | null | undefined): { keyword
   return { keyword: error.keyword, path: pathOf(error.instancePath), params: error.params, message: error.message as string }
 }
 
-/**
- * Ajv keeps every schema it compiled in its instance's code scope, removeSchema or not: an app
- * that adds and removes tools, or whose handlers build requested schemas from data, would grow
- * without end (20,000 add/remove cycles: 9 MB to 84 MB). So validators are handed out as
- * wrappers, and once an instance has released {@link RECYCLE_AFTER} schemas (or as many as are
- * live, if more), the live ones are compiled again on a fresh instance and the old one is let go.
- * What a compiler holds stays within the live schemas plus that many released ones.
- */
 function newInstance (): Ajv2020 {
   // ownProperties: a field named like an Object.prototype member is present only when given.
   // addUsedSchema: false keeps a schema's $id out of the instance's registry, so a tool can be
@@ -68,6 +60,14 @@ function newInstance (): Ajv2020 {
   return ajv
 }
 
+/**
+ * Ajv keeps every schema it compiled in its instance's code scope, removeSchema or not: an app
+ * that adds and removes tools, or whose handlers build requested schemas from data, would grow
+ * without end (20,000 add/remove cycles: 9 MB to 84 MB). So validators are handed out as
+ * wrappers, and once an instance has released {@link RECYCLE_AFTER} schemas (or as many as are
+ * live, if more), the live ones are compiled again on a fresh instance and the old one is let go.
+ * What a compiler holds stays within the live schemas plus that many released ones.
+ */
 export class SchemaCompiler {
   #ajv: Ajv2020 | undefined
   readonly #live = new Map<object, Live>()
@@ -119,8 +119,15 @@ export class SchemaCompiler {
   /** Compiles the live schemas on a fresh instance, so the old one and all it kept can be collected. */
   #recycle (): void {
     const fresh = newInstance()
-    // Each compiled before with the same options, so each compiles again.
-    for (const live of this.#live.values()) live.compiled = fresh.compile(live.schema)
+    for (const live of this.#live.values()) {
+      // A schema its owner changed after compiling it may no longer compile: its validator then
+      // keeps the code it has, and with it the old instance, until it is released too.
+      try {
+        live.compiled = fresh.compile(live.schema)
+      } catch {
+        continue
+      }
+    }
     this.#ajv = fresh
     this.#released = 0
   }

@@ -32,6 +32,24 @@ t.test('validators handed out keep validating while the compiler replaces its Aj
   t.equal(kept.errors, null, 'and no failure once it passes')
 })
 
+t.test('a schema changed after it compiled keeps its validator when the compiler replaces its instance', async (t) => {
+  const compiler = new SchemaCompiler()
+  const schema: Record<string, unknown> = { type: 'object', properties: { a: { type: 'integer' } } }
+  const validate = compiler.compile(schema, 'mutated')
+  // Its owner breaks it: it would no longer compile.
+  schema.properties = { a: { type: 'no such type' } }
+  for (let i = 0; i < RECYCLE_AFTER; i++) {
+    const other = { type: 'object', properties: { n: { const: i } } }
+    compiler.compile(other, 'churned')
+    compiler.release(other)
+  }
+  const fresh = compiler.compile({ type: 'string' }, 'after')
+  t.equal(fresh('x'), true, 'the compiler still compiles on its new instance')
+  t.equal(validate({ a: 1 }), true, 'the changed schema still validates as it compiled')
+  t.equal(validate({ a: 'x' }), false)
+  compiler.release(schema)
+})
+
 t.test('a schema object held twice is released once per holder', async (t) => {
   const compiler = new SchemaCompiler()
   const schema = { type: 'object', required: ['x'] }
