@@ -12,7 +12,7 @@ import {
   CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js'
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
-import { requestedSchema } from '../../lib/index.js'
+import { clientTools } from './client-tools.js'
 import { MOCAPI_VERSION, build, capturedLogs } from '../helpers.js'
 
 /** An answer to an elicitation, as both SDKs take it. */
@@ -45,25 +45,7 @@ async function desk (t: Test, options = {}, setup?: (app: FastifyInstance) => vo
     app.addHook('onRequest', async (request) => {
       if (request.method === 'GET') received.gets.push({ session: request.headers['mcp-session-id'] !== undefined, accept: request.headers.accept })
     })
-    app.mcp.tool({ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
-      (args: { text: string }) => args.text)
-    app.mcp.tool({ name: 'greet' }, async (_args, ctx) => {
-      const answer = await ctx.elicit('Your name?', requestedSchema().string('name', { title: 'Name' }))
-      return answer.action === 'accept' ? `Hello, ${answer.content.name}` : `No name (${answer.action})`
-    })
-    app.mcp.tool({ name: 'trip' }, async (_args, ctx) => {
-      const where = await ctx.elicit('Where to?', requestedSchema().choose('city', ['Lisbon', 'Oslo']))
-      if (where.action !== 'accept') return `No trip (${where.action})`
-      const stay = await ctx.elicit(`How many nights in ${where.content.city}?`, requestedSchema().integer('nights', { minimum: 1 }))
-      return stay.action === 'accept' ? `${stay.content.nights} nights in ${where.content.city}` : `No stay (${stay.action})`
-    })
-    app.mcp.tool({ name: 'assistant' }, async (_args, ctx) => {
-      const [reply, list] = await Promise.all([
-        ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'Capital of France?' } }], maxTokens: 20 }),
-        ctx.listRoots(),
-      ])
-      return `${(reply.content as { text: string }).text}; ${list.map((root) => root.uri).join(', ')}`
-    })
+    clientTools(app)
     setup?.(app)
   }, fastifyOptions)
   await app.listen({ host: '127.0.0.1', port: 0 })

@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { requestedSchema } from '../../lib/index.js'
+import { clientTools } from './client-tools.js'
 import { build } from '../helpers.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -54,25 +54,7 @@ const client = await pythonClient()
 
 t.test('the Python client, in its legacy mode and in auto mode', { skip: 'skip' in client ? client.skip : false }, async (t) => {
   const app = await build(t, {}, (app) => {
-    app.mcp.tool({ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
-      (args: { text: string }) => args.text)
-    app.mcp.tool({ name: 'greet' }, async (_args, ctx) => {
-      const answer = await ctx.elicit('Your name?', requestedSchema().string('name'))
-      return answer.action === 'accept' ? `Hello, ${answer.content.name}` : `No name (${answer.action})`
-    })
-    app.mcp.tool({ name: 'trip' }, async (_args, ctx) => {
-      const where = await ctx.elicit('Where to?', requestedSchema().choose('city', ['Lisbon', 'Oslo']))
-      if (where.action !== 'accept') return `No trip (${where.action})`
-      const stay = await ctx.elicit(`How many nights in ${where.content.city}?`, requestedSchema().integer('nights', { minimum: 1 }))
-      return stay.action === 'accept' ? `${stay.content.nights} nights in ${where.content.city}` : `No stay (${stay.action})`
-    })
-    app.mcp.tool({ name: 'assistant' }, async (_args, ctx) => {
-      const [reply, list] = await Promise.all([
-        ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'Capital of France?' } }], maxTokens: 20 }),
-        ctx.listRoots(),
-      ])
-      return `${(reply.content as { text: string }).text}; ${list.map((root) => root.uri).join(', ')}`
-    })
+    clientTools(app)
   })
   const methods: string[] = []
   app.addHook('onRequest', async (request) => { methods.push(request.method) })
