@@ -88,6 +88,19 @@ interface Connected {
   close (): Promise<void>
 }
 
+/** What the tests use of either SDK's client. */
+function connectedOf (client: {
+  listTools (): Promise<{ tools: Array<{ name: string }> }>
+  callTool (params: { name: string, arguments: Record<string, unknown> }): Promise<unknown>
+  close (): Promise<void>
+}): Connected {
+  return {
+    listTools: async () => (await client.listTools()).tools.map((tool) => tool.name),
+    callTool: (name, args = {}) => client.callTool({ name, arguments: args }),
+    close: () => client.close(),
+  }
+}
+
 async function connectV1 (t: Test, url: URL, answers: ReturnType<typeof answering>, capabilities: object = CAPABILITIES) {
   const client = new ClientV1({ name: 'v1-test', version: '1.0.0' }, { capabilities })
   const errors: string[] = []
@@ -98,11 +111,7 @@ async function connectV1 (t: Test, url: URL, answers: ReturnType<typeof answerin
   const transport = new TransportV1(url)
   await client.connect(transport)
   t.teardown(() => client.close())
-  const connected: Connected = {
-    listTools: async () => (await client.listTools()).tools.map((tool) => tool.name),
-    callTool: (name, args = {}) => client.callTool({ name, arguments: args }),
-    close: () => client.close(),
-  }
+  const connected = connectedOf(client)
   return { client, transport, errors, ...connected }
 }
 
@@ -117,11 +126,7 @@ async function connectV2 (t: Test, url: URL, answers: ReturnType<typeof answerin
   const transport = new TransportV2(url)
   await client.connect(transport)
   t.teardown(() => client.close())
-  const connected: Connected = {
-    listTools: async () => (await client.listTools()).tools.map((tool) => tool.name),
-    callTool: (name, args = {}) => client.callTool({ name, arguments: args }),
-    close: () => client.close(),
-  }
+  const connected = connectedOf(client)
   return { client, transport, ...connected }
 }
 
