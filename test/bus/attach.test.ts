@@ -1,5 +1,5 @@
-import t from 'tap'
-import Fastify from 'fastify'
+import t, { type Test } from 'tap'
+import Fastify, { type FastifyServerOptions } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { type BusEvent, type NotificationBus } from '../../lib/index.js'
 import { BusLink } from '../../lib/bus/attach.js'
@@ -21,13 +21,19 @@ function slowBus () {
   return { bus, published, up: () => up(), fail: (error: Error) => fail(error), unsubscribed: () => unsubscribed }
 }
 
+/** An app on `bus` with one tool that needs no bus, closed after the test. */
+async function appOn (t: Test, bus: NotificationBus, options: FastifyServerOptions) {
+  const app = Fastify(options)
+  await app.register(mocapi, { requestState: { keys: [KEY] }, bus })
+  app.mcp.tool({ name: 'work' }, () => 'done')
+  t.teardown(() => app.close())
+  return app
+}
+
 t.test('a bus that is down never keeps the server from starting or serving, and the operator hears of it until it is up', async (t) => {
   const logs = capturedLogs()
   const slow = slowBus()
-  const app = Fastify(logs.options)
-  await app.register(mocapi, { requestState: { keys: [KEY] }, bus: slow.bus })
-  app.mcp.tool({ name: 'work' }, () => 'done')
-  t.teardown(() => app.close())
+  const app = await appOn(t, slow.bus, logs.options)
   const started = Date.now()
   await app.ready()
   const waited = Date.now() - started
@@ -44,10 +50,7 @@ t.test('a bus that is down never keeps the server from starting or serving, and 
 t.test('a bus that fails to subscribe is logged, and the server keeps serving', async (t) => {
   const logs = capturedLogs()
   const slow = slowBus()
-  const app = Fastify(logs.options)
-  await app.register(mocapi, { requestState: { keys: [KEY] }, bus: slow.bus })
-  app.mcp.tool({ name: 'work' }, () => 'done')
-  t.teardown(() => app.close())
+  const app = await appOn(t, slow.bus, logs.options)
   setTimeout(() => slow.fail(new Error('redis gave up')), 10)
   await app.ready()
   t.ok(logs.lines.some((line) => /notification bus failed/.test(line.msg) && line.err?.message === 'redis gave up'))
