@@ -275,16 +275,14 @@ interface Reply { status: number, node: string | undefined, type: string, body: 
 /** Keep-alive connections to nginx, as a real client would hold. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 512 })
 
+/** A POST of `body` to the fleet's /mcp through nginx, on the keep-alive agent. */
+function postOptions (port: number, headers: Record<string, string>, body: string): http.RequestOptions {
+  return { host: '127.0.0.1', port, method: 'POST', path: '/mcp', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }
+}
+
 function post (port: number, headers: Record<string, string>, body: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const request = http.request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/mcp',
-      agent,
-      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-    }, (response) => {
+    const request = http.request(postOptions(port, headers, body), (response) => {
       let text = ''
       response.setEncoding('utf8')
       response.on('data', (chunk: string) => { text += chunk })
@@ -514,14 +512,7 @@ interface Streamed {
 function postStreaming (port: number, headers: Record<string, string>, body: string, onMessage: (message: any, node: string | undefined) => void): Promise<Streamed> {
   return new Promise((resolve) => {
     let settled = false
-    const request = http.request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/mcp',
-      agent,
-      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-    }, (response) => {
+    const request = http.request(postOptions(port, headers, body), (response) => {
       const type = String(response.headers['content-type'])
       const streamed: Streamed = { status: response.statusCode ?? 0, node: response.headers['x-node'] as string | undefined, type, body: '', ended: 'end' }
       let buffer = ''
