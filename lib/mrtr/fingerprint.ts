@@ -27,10 +27,19 @@ export interface Question {
   build (): InputRequest
 }
 
-/** 128 bits of SHA-256 over a domain and a text, as 22 base64url characters. */
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+
+// For each base64url character, the one standing for its top 2 bits alone: the 22nd character of
+// a 16-byte encoding carries the last 2 bits of those bytes and 4 bits of padding.
+const TOP_TWO_BITS: string[] = []
+for (let value = 0; value < 64; value++) TOP_TWO_BITS[BASE64URL.charCodeAt(value)] = BASE64URL[value & 0b110000]
+
+/** The first 128 bits of SHA-256 over a domain and a text, as the 22 base64url characters that encode those 16 bytes. */
 export function digest (domain: string, text: string): string {
-  // The one-shot hash: a third of the time of a Hash object's update and digest.
-  return hash('sha256', `${domain}\0${text}`, 'buffer').toString('base64url', 0, 16)
+  // The one-shot hash with text output: a digest returned as a Buffer costs five times as much,
+  // most of it in making the Buffer. 21 characters carry 126 bits; the 22nd keeps its top 2 bits.
+  const full = hash('sha256', `${domain}\0${text}`, 'base64url')
+  return full.slice(0, 21) + TOP_TWO_BITS[full.charCodeAt(21)]
 }
 
 const DIGEST_LENGTH = 22
