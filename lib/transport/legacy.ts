@@ -82,9 +82,12 @@ export class LegacyTransport {
     }
   }
 
-  /** Reads a 2025-era POST: a request becomes a context; a notification or an answer is taken and answered 202. */
-  async prepare (request: FastifyRequest, reply: FastifyReply, message: Message, headerVersion: string | undefined,
-    channel: (id: string | number) => ReplyChannel): Promise<Prepared> {
+  /**
+   * Reads a 2025-era POST: a request becomes a context; a notification or an answer is taken and
+   * answered 202. Only an answer waits (for its delivery); everything else is prepared at once.
+   */
+  prepare (request: FastifyRequest, reply: FastifyReply, message: Message, headerVersion: string | undefined,
+    channel: (id: string | number) => ReplyChannel): Prepared | Promise<Prepared> {
     const principal = principalOf(request, this.#options.principal)
     if (message.kind === 'request' && message.method === 'initialize') {
       const requested = message.params.protocolVersion
@@ -103,21 +106,24 @@ export class LegacyTransport {
       reply.code(202).send()
       return { kind: 'answered' }
     }
-    if (message.kind === 'response') {
-      const delivery = await this.#exchange.answer(message, { session: session?.id ?? '', principal: principal.value })
-      if (delivery === 'accepted') reply.code(202).send()
-      else {
-        reply.code(400).send({
-          jsonrpc: '2.0',
-          error: { code: -32600, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
-        })
-      }
-      return { kind: 'answered' }
-    }
+    if (message.kind === 'response') return this.#answer(reply, message, session, principal)
     // A legacy request without a session came with a 2025 version header: that is how it was told apart.
     const version = session?.version ?? headerVersion as string
     const ctx = new McpContext(request, message, this.#client(version, session), principal, channel(message.id))
     return { kind: 'request', ctx, sessionId: undefined }
+  }
+
+  /** Delivers a client's answer to the request of its session that waits for it, wherever that runs. */
+  async #answer (reply: FastifyReply, message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<{ kind: 'answered' }> {
+    const delivery = await this.#exchange.answer(message, { session: session?.id ?? '', principal: principal.value })
+    if (delivery === 'accepted') reply.code(202).send()
+    else {
+      reply.code(400).send({
+        jsonrpc: '2.0',
+        error: { code: -32600, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
+      })
+    }
+    return { kind: 'answered' }
   }
 
   /** Lets `notifications/cancelled` reach a request of a session while it runs here. */

@@ -147,7 +147,8 @@ export function mcpRoutes (endpoint: Endpoint) {
     } catch (error) {
       return done(error as Error)
     }
-    prepared.then((answered) => { if (!answered) done() }, done)
+    if (prepared === false) done()
+    else if (prepared !== true) prepared.then((answered) => { if (!answered) done() }, done)
   }
 
   /** The refusal of a 2025-era request when the app serves 2026-07-28 only. */
@@ -180,13 +181,17 @@ export function mcpRoutes (endpoint: Endpoint) {
     return false
   }
 
-  /** Reads a 2025-era message: a request fills `request.mcp`; resolves true when the reply is already sent. */
-  async function prepareLegacy (request: FastifyRequest, reply: FastifyReply, message: Message): Promise<boolean> {
+  /**
+   * Reads a 2025-era message: a request fills `request.mcp`. True when the reply is already sent;
+   * a promise of that only for a client's answer, which waits for its delivery.
+   */
+  function prepareLegacy (request: FastifyRequest, reply: FastifyReply, message: Message): boolean | Promise<boolean> {
     let channel: ReplyChannel | undefined
-    const prepared = await legacy.transport.prepare(request, reply, message, header(request.headers, 'mcp-protocol-version'), (id) => {
+    const prepared = legacy.transport.prepare(request, reply, message, header(request.headers, 'mcp-protocol-version'), (id) => {
       channel = new ReplyChannel(reply, id, lifecycle, channelLimits, request.log)
       return channel
     })
+    if (prepared instanceof Promise) return prepared.then(() => true)
     if (prepared.kind === 'answered') return true
     const ctx = prepared.ctx
     const untrack = legacy.transport.track(ctx, clientOf(ctx).session, channel as ReplyChannel)
