@@ -107,7 +107,10 @@ export class FormAnswers {
     // arrives. The schema itself is rendered only when its validator is not compiled yet.
     const content: JsonObject = {}
     for (const name of schemaFields(builder)) {
-      if (Object.hasOwn(given, name)) Object.defineProperty(content, name, { value: given[name], enumerable: true, writable: true, configurable: true })
+      if (!Object.hasOwn(given, name)) continue
+      // Assignment makes an own property of any name but __proto__, which it would take for the prototype.
+      if (name === '__proto__') Object.defineProperty(content, name, { value: given[name], enumerable: true, writable: true, configurable: true })
+      else content[name] = given[name]
     }
     const validate = this.#compiler.answerValidator(schemaJson(builder), () => answerSchema(builder.schema))
     if (validate(content)) return { ok: true, value: { action, content } }
