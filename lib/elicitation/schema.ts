@@ -226,8 +226,67 @@ export const SCHEMA_FIELDS: unique symbol = Symbol('mocapi.requestedSchema.field
 /** @internal The digest of a builder's JSON text, which stands for the schema in ledger fingerprints. */
 export const SCHEMA_DIGEST: unique symbol = Symbol('mocapi.requestedSchema.digest')
 
+// Builders are immutable, so an identical call on the same builder can return the builder it
+// returned before, with its JSON text, digest and rendered schema already made: a handler that
+// builds its schema inline, as most do, then pays a few compares per round instead of building,
+// serialising and hashing it again (bench/README.md has the figure). The builders kept are
+// bounded in all and per field name, so a lookup compares with a few calls at most; once the
+// process has kept MAX_KEPT, a new generation starts and the old one is dropped as its builders
+// are, so schemas made from changing data cannot grow it, nor keep their data long.
+const MAX_PER_NAME = 8
+const MAX_KEPT = 1024
+const reuse = { kept: 0, generation: 0 }
+
+// The options each kind of field reads: a call is identical to a kept one when these, its kind,
+// its name and its choices are.
+const STRING_OPTIONS = ['title', 'description', 'minLength', 'maxLength', 'format', 'default', 'optional']
+const NUMBER_OPTIONS = ['title', 'description', 'minimum', 'maximum', 'default', 'optional']
+const BOOLEAN_OPTIONS = ['title', 'description', 'default', 'optional']
+const CHOOSE_OPTIONS = ['title', 'description', 'default', 'optional']
+const CHOOSE_MANY_OPTIONS = ['title', 'description', 'minItems', 'maxItems', 'default', 'optional']
+
+type Plain = string | number | boolean | undefined | readonly string[]
+
+/** A call that made a kept builder: copies of everything the builder read. */
+interface Kept {
+  readonly kind: string
+  readonly choices: ReadonlyArray<string | Choice> | undefined
+  readonly options: readonly Plain[]
+  readonly builder: Builder
+}
+
+/** A copy of a plain value, or undefined when it is not plain (such a call is not kept). */
+function plainCopy (value: unknown): { value: Plain } | undefined {
+  if (value === undefined || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return { value }
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return { value: [...value] as string[] }
+  return undefined
+}
+
+function samePlain (kept: Plain, value: unknown): boolean {
+  if (!Array.isArray(kept)) return Object.is(kept, value)
+  if (!Array.isArray(value) || value.length !== kept.length) return false
+  for (let i = 0; i < kept.length; i++) if (value[i] !== kept[i]) return false
+  return true
+}
+
+function sameChoices (kept: ReadonlyArray<string | Choice> | undefined, choices: unknown): boolean {
+  if (kept === undefined) return choices === undefined
+  if (!Array.isArray(choices) || choices.length !== kept.length) return false
+  for (let i = 0; i < kept.length; i++) {
+    const a = kept[i]
+    const b: unknown = choices[i]
+    if (typeof a === 'string') {
+      if (a !== b) return false
+    } else if (typeof b !== 'object' || b === null || (b as Choice).value !== a.value || (b as Choice).title !== a.title) return false
+  }
+  return true
+}
+
 class Builder {
   readonly #fields: readonly Field[]
+  /** Kept calls on this builder, by field name, and the generation they belong to. */
+  #children: Map<string, Kept[]> | undefined
+  #generation = -1
   #schema: RequestedSchema | undefined
   #json: string | undefined
   #digest: string | undefined
@@ -278,6 +337,75 @@ class Builder {
   }
 
   string (name: string, opts: AnyOptions = {}): Builder {
+    return this.#kept('string', name, undefined, opts, STRING_OPTIONS) ?? this.#keep('string', name, undefined, opts, STRING_OPTIONS, this.#string(name, opts))
+  }
+
+  number (name: string, opts: AnyOptions = {}): Builder {
+    return this.#kept('number', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('number', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('number', name, opts))
+  }
+
+  integer (name: string, opts: AnyOptions = {}): Builder {
+    return this.#kept('integer', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('integer', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('integer', name, opts))
+  }
+
+  boolean (name: string, opts: AnyOptions = {}): Builder {
+    return this.#kept('boolean', name, undefined, opts, BOOLEAN_OPTIONS) ?? this.#keep('boolean', name, undefined, opts, BOOLEAN_OPTIONS, this.#boolean(name, opts))
+  }
+
+  choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+    return this.#kept('choose', name, choices, opts, CHOOSE_OPTIONS) ?? this.#keep('choose', name, choices, opts, CHOOSE_OPTIONS, this.#choose(name, choices, opts))
+  }
+
+  chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+    return this.#kept('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS) ??
+      this.#keep('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS, this.#chooseMany(name, choices, opts))
+  }
+
+  /** The builder an identical call on this one returned before, when it was kept in the current generation. */
+  #kept (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[]): Builder | undefined {
+    if (this.#generation !== reuse.generation || typeof opts !== 'object' || opts === null || Array.isArray(opts)) return undefined
+    const calls = this.#children?.get(name)
+    if (calls === undefined) return undefined
+    for (const call of calls) {
+      if (call.kind !== kind || !sameChoices(call.choices, choices)) continue
+      let same = true
+      for (let i = 0; i < options.length && same; i++) same = samePlain(call.options[i], opts[options[i]])
+      if (same) return call.builder
+    }
+    return undefined
+  }
+
+  /** Keeps a new builder for identical calls to come, when everything it read is plain and there is room. */
+  #keep (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[], builder: Builder): Builder {
+    const values: Plain[] = []
+    for (const option of options) {
+      const copy = plainCopy(opts[option])
+      if (copy === undefined) return builder
+      values.push(copy.value)
+    }
+    if (reuse.kept >= MAX_KEPT) {
+      reuse.generation++
+      reuse.kept = 0
+    }
+    if (this.#generation !== reuse.generation) {
+      this.#generation = reuse.generation
+      this.#children = new Map()
+    }
+    const children = this.#children as Map<string, Kept[]>
+    const calls = children.get(name)
+    if (calls !== undefined && calls.length >= MAX_PER_NAME) return builder
+    // The builder checked the choices: all strings, or all { value, title } with string members.
+    const kept = choices === undefined
+      ? undefined
+      : (choices as Choices).map((c: string | Choice) => typeof c === 'string' ? c : { value: c.value, title: c.title })
+    const call = { kind, choices: kept, options: values, builder }
+    if (calls === undefined) children.set(name, [call])
+    else calls.push(call)
+    reuse.kept++
+    return builder
+  }
+
+  #string (name: string, opts: AnyOptions): Builder {
     const fail = this.#check(name, opts)
     lengths(fail, opts, 'minLength', 'maxLength')
     if (opts.format !== undefined && !FORMATS.includes(opts.format)) fail(`unknown format ${JSON.stringify(opts.format)}`)
@@ -288,21 +416,13 @@ class Builder {
     return this.#add(name, opts, { type: 'string', ...pick(opts, ['title', 'description', 'minLength', 'maxLength', 'format', 'default']) })
   }
 
-  number (name: string, opts: AnyOptions = {}): Builder {
-    return this.#numeric('number', name, opts)
-  }
-
-  integer (name: string, opts: AnyOptions = {}): Builder {
-    return this.#numeric('integer', name, opts)
-  }
-
-  boolean (name: string, opts: AnyOptions = {}): Builder {
+  #boolean (name: string, opts: AnyOptions): Builder {
     const fail = this.#check(name, opts)
     if (opts.default !== undefined && typeof opts.default !== 'boolean') fail('default does not fit')
     return this.#add(name, opts, { type: 'boolean', ...pick(opts, ['title', 'description', 'default']) })
   }
 
-  choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+  #choose (name: string, choices: Choices, opts: AnyOptions): Builder {
     const fail = this.#check(name, opts)
     const { values, titled } = choiceList(fail, choices)
     if (opts.default !== undefined && !values.includes(opts.default)) fail('default is not among the choices')
@@ -311,7 +431,7 @@ class Builder {
     return this.#add(name, opts, { type: 'string', ...described, ...choice, ...pick(opts, ['default']) })
   }
 
-  chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
+  #chooseMany (name: string, choices: Choices, opts: AnyOptions): Builder {
     const fail = this.#check(name, opts)
     const { values, titled } = choiceList(fail, choices)
     lengths(fail, opts, 'minItems', 'maxItems')
