@@ -35,10 +35,10 @@ function ignore (): void {}
  * is added, which cost four times the rest of making it.
  */
 function rejected (error: unknown): Promise<never> {
-  let reject!: (reason: unknown) => void
-  const promise = new Promise<never>((_resolve, rejectWith) => { reject = rejectWith })
+  let rejectNow!: (reason: unknown) => void
+  const promise = new Promise<never>((_resolve, reject) => { rejectNow = reject })
   promise.then(undefined, ignore)
-  reject(error)
+  rejectNow(error)
   return promise
 }
 

@@ -84,10 +84,11 @@ export class LegacyTransport {
 
   /**
    * Reads a 2025-era POST: a request becomes a context; a notification or an answer is taken and
-   * answered 202. Only an answer waits (for its delivery); everything else is prepared at once.
+   * answered 202. Only an answer waits, for its delivery: it gives a promise that settles once its
+   * reply is sent. Everything else is prepared at once.
    */
   prepare (request: FastifyRequest, reply: FastifyReply, message: Message, headerVersion: string | undefined,
-    channel: (id: string | number) => ReplyChannel): Prepared | Promise<Prepared> {
+    channel: (id: string | number) => ReplyChannel): Prepared | Promise<void> {
     const principal = principalOf(request, this.#options.principal)
     if (message.kind === 'request' && message.method === 'initialize') {
       const requested = message.params.protocolVersion
@@ -114,7 +115,7 @@ export class LegacyTransport {
   }
 
   /** Delivers a client's answer to the request of its session that waits for it, wherever that runs. */
-  async #answer (reply: FastifyReply, message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<{ kind: 'answered' }> {
+  async #answer (reply: FastifyReply, message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<void> {
     const delivery = await this.#exchange.answer(message, { session: session?.id ?? '', principal: principal.value })
     if (delivery === 'accepted') reply.code(202).send()
     else {
@@ -123,7 +124,6 @@ export class LegacyTransport {
         error: { code: -32600, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
       })
     }
-    return { kind: 'answered' }
   }
 
   /** Lets `notifications/cancelled` reach a request of a session while it runs here. */

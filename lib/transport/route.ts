@@ -148,7 +148,7 @@ export function mcpRoutes (endpoint: Endpoint) {
       return done(error as Error)
     }
     if (prepared === false) done()
-    else if (prepared !== true) prepared.then((answered) => { if (!answered) done() }, done)
+    else if (prepared !== true) prepared.then(undefined, done)
   }
 
   /** The refusal of a 2025-era request when the app serves 2026-07-28 only. */
@@ -183,15 +183,15 @@ export function mcpRoutes (endpoint: Endpoint) {
 
   /**
    * Reads a 2025-era message: a request fills `request.mcp`. True when the reply is already sent;
-   * a promise of that only for a client's answer, which waits for its delivery.
+   * for a client's answer, which waits for its delivery, a promise that settles once it is.
    */
-  function prepareLegacy (request: FastifyRequest, reply: FastifyReply, message: Message): boolean | Promise<boolean> {
+  function prepareLegacy (request: FastifyRequest, reply: FastifyReply, message: Message): boolean | Promise<void> {
     let channel: ReplyChannel | undefined
     const prepared = legacy.transport.prepare(request, reply, message, header(request.headers, 'mcp-protocol-version'), (id) => {
       channel = new ReplyChannel(reply, id, lifecycle, channelLimits, request.log)
       return channel
     })
-    if (prepared instanceof Promise) return prepared.then(() => true)
+    if (prepared instanceof Promise) return prepared
     if (prepared.kind === 'answered') return true
     const ctx = prepared.ctx
     const untrack = legacy.transport.track(ctx, clientOf(ctx).session, channel as ReplyChannel)
