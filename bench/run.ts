@@ -6,7 +6,8 @@
  *
  * Each server runs in its own child process, so the load generator (this process) never shares
  * its event loop. Runs alternate mocapi / bare, BENCH_ROUNDS times (3 by default) after a
- * discarded warm-up of each, and the table shows the median of each. Every run also reports the
+ * discarded warm-up of each, and the table shows the median of each, and the median of the ratios of each mocapi
+ * run to the bare run right after it (steadier when the machine's speed drifts). Every run also reports the
  * CPU the server, the load generator and everything else on the machine used: a server below a
  * full core means the load generator or other load set the pace, and the figures say so. Beside
  * req/s the table gives requests per second of server CPU, which other load on the machine
@@ -196,13 +197,18 @@ const cpuNote = (runs: Run[]): string => runs.map((r) => `${r.server}/${r.loader
 const perCpu = (r: Run): number => r.rps / Math.max(r.server, 1) * 100
 
 console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per server, alternating, Node ${process.version}, ${cpus().length} CPUs`)
-console.log('medians            mocapi req/s   bare req/s   ratio    per server CPU-second: mocapi    bare   ratio')
+console.log('medians            mocapi req/s   bare req/s   ratio    per server CPU-second: mocapi    bare   ratio   paired: req/s  per CPU')
 for (const { label, plugin, bare } of rows) {
   const p = median(plugin.map((r) => r.rps))
   const b = median(bare.map((r) => r.rps))
   const pc = median(plugin.map(perCpu))
   const bc = median(bare.map(perCpu))
-  console.log(`${label.padEnd(18)}${p.toFixed(0).padStart(13)}${b.toFixed(0).padStart(13)}${(p / b).toFixed(2).padStart(7)} x${pc.toFixed(0).padStart(30)}${bc.toFixed(0).padStart(8)}${(pc / bc).toFixed(2).padStart(7)} x`)
+  // Each mocapi run against the bare run right after it: the machine's speed drifts less within a pair than across
+  // the whole bench, so the median of these ratios is steadier than the ratio of the medians.
+  const pairedRps = median(plugin.map((r, i) => r.rps / bare[i].rps))
+  const pairedCpu = median(plugin.map((r, i) => perCpu(r) / perCpu(bare[i])))
+  console.log(`${label.padEnd(18)}${p.toFixed(0).padStart(13)}${b.toFixed(0).padStart(13)}${(p / b).toFixed(2).padStart(7)} x${pc.toFixed(0).padStart(30)}${bc.toFixed(0).padStart(8)}${(pc / bc).toFixed(2).padStart(7)} x` +
+    `${pairedRps.toFixed(2).padStart(13)} x${pairedCpu.toFixed(2).padStart(7)} x`)
 }
 {
   // The bare route plus only the token work: what any stateless AES-GCM design pays, and so
