@@ -235,6 +235,10 @@ export const SCHEMA_DIGEST: unique symbol = Symbol('mocapi.requestedSchema.diges
 // are, so schemas made from changing data cannot grow it, nor keep their data long.
 const MAX_PER_NAME = 8
 const MAX_KEPT = 1024
+// A call is kept only when what it copies is small, and only up to this many fields deep, so that
+// what a generation holds stays small too, however large the schemas an app builds from its data.
+const MAX_KEPT_CHARACTERS = 1024
+const MAX_KEPT_FIELDS = 32
 const reuse = { kept: 0, generation: 0 }
 
 // The options each kind of field reads: a call is identical to a kept one when these, its kind,
@@ -260,6 +264,13 @@ function plainCopy (value: unknown): { value: Plain } | undefined {
   if (value === undefined || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return { value }
   if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return { value: [...value] as string[] }
   return undefined
+}
+
+/** About how many characters a plain value takes. */
+function sizeOf (value: Plain): number {
+  if (typeof value === 'string') return value.length
+  if (Array.isArray(value)) return value.reduce((sum: number, item: string) => sum + item.length + 1, 0)
+  return 8
 }
 
 function samePlain (kept: Plain, value: unknown): boolean {
@@ -377,12 +388,19 @@ class Builder {
 
   /** Keeps a new builder for identical calls to come, when everything it read is plain and there is room. */
   #keep (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[], builder: Builder): Builder {
+    if (this.#fields.length >= MAX_KEPT_FIELDS) return builder
     const values: Plain[] = []
+    let size = name.length
     for (const option of options) {
       const copy = plainCopy(opts[option])
       if (copy === undefined) return builder
       values.push(copy.value)
+      size += sizeOf(copy.value)
     }
+    // The builder checked the choices: all strings, or all { value, title } with string members.
+    const list = choices as Choices | undefined
+    if (list !== undefined) for (const c of list) size += typeof c === 'string' ? c.length + 1 : c.value.length + c.title.length + 2
+    if (size > MAX_KEPT_CHARACTERS) return builder
     if (reuse.kept >= MAX_KEPT) {
       reuse.generation++
       reuse.kept = 0
@@ -394,10 +412,7 @@ class Builder {
     const children = this.#children as Map<string, Kept[]>
     const calls = children.get(name)
     if (calls !== undefined && calls.length >= MAX_PER_NAME) return builder
-    // The builder checked the choices: all strings, or all { value, title } with string members.
-    const kept = choices === undefined
-      ? undefined
-      : (choices as Choices).map((c: string | Choice) => typeof c === 'string' ? c : { value: c.value, title: c.title })
+    const kept = list === undefined ? undefined : list.map((c: string | Choice) => typeof c === 'string' ? c : { value: c.value, title: c.title })
     const call = { kind, choices: kept, options: values, builder }
     if (calls === undefined) children.set(name, [call])
     else calls.push(call)

@@ -268,3 +268,24 @@ t.test('a field name keeps a few calls, and the process a bounded number, renewe
   t.equal(requestedSchema().number('early'), renewed)
   t.strictSame(renewed.schema, early.schema)
 })
+
+t.test('large calls and deep builders are not kept, so what is kept stays small', async (t) => {
+  const many = Array.from({ length: 300 }, (_, i) => `choice-${i}`)
+  t.not(requestedSchema().choose('many', many), requestedSchema().choose('many', many), 'choices past 1024 characters')
+  const long = 'x'.repeat(1100)
+  t.not(requestedSchema().string('long', { description: long }), requestedSchema().string('long', { description: long }), 'an option past 1024 characters')
+  const titled = Array.from({ length: 60 }, (_, i) => ({ value: `v${i}`, title: `Title number ${i}` }))
+  t.not(requestedSchema().chooseMany('titled', titled), requestedSchema().chooseMany('titled', titled), 'labelled choices past 1024 characters')
+  const small = Array.from({ length: 20 }, (_, i) => ({ value: `v${i}`, title: `T${i}` }))
+  t.equal(requestedSchema().chooseMany('titled', small, { default: ['v1'] }), requestedSchema().chooseMany('titled', small, { default: ['v1'] }), 'small ones are')
+
+  // A builder 32 fields deep keeps no more children.
+  const deep = (): ReturnType<typeof requestedSchema> => {
+    let builder = requestedSchema() as ReturnType<typeof requestedSchema>
+    for (let i = 0; i < 32; i++) builder = builder.boolean(`deep-${i}`) as unknown as ReturnType<typeof requestedSchema>
+    return builder
+  }
+  const a = deep()
+  t.equal(deep(), a, '32 fields are kept')
+  t.not(a.boolean('one-more'), a.boolean('one-more'), 'the 33rd is not')
+})
