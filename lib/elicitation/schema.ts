@@ -243,17 +243,22 @@ const reuse = { kept: 0, generation: 0 }
 
 // The options each kind of field reads: a call is identical to a kept one when these, its kind,
 // its name and its choices are.
-const STRING_OPTIONS = ['title', 'description', 'minLength', 'maxLength', 'format', 'default', 'optional']
-const NUMBER_OPTIONS = ['title', 'description', 'minimum', 'maximum', 'default', 'optional']
-const BOOLEAN_OPTIONS = ['title', 'description', 'default', 'optional']
-const CHOOSE_OPTIONS = ['title', 'description', 'default', 'optional']
-const CHOOSE_MANY_OPTIONS = ['title', 'description', 'minItems', 'maxItems', 'default', 'optional']
+const READS = {
+  string: ['title', 'description', 'minLength', 'maxLength', 'format', 'default', 'optional'],
+  number: ['title', 'description', 'minimum', 'maximum', 'default', 'optional'],
+  integer: ['title', 'description', 'minimum', 'maximum', 'default', 'optional'],
+  boolean: ['title', 'description', 'default', 'optional'],
+  choose: ['title', 'description', 'default', 'optional'],
+  chooseMany: ['title', 'description', 'minItems', 'maxItems', 'default', 'optional'],
+} as const
+
+type FieldKind = keyof typeof READS
 
 type Plain = string | number | boolean | undefined | readonly string[]
 
 /** A call that made a kept builder: copies of everything the builder read. */
 interface Kept {
-  readonly kind: string
+  readonly kind: FieldKind
   readonly choices: ReadonlyArray<string | Choice> | undefined
   readonly options: readonly Plain[]
   readonly builder: Builder
@@ -348,35 +353,35 @@ class Builder {
   }
 
   string (name: string, opts: AnyOptions = {}): Builder {
-    return this.#kept('string', name, undefined, opts, STRING_OPTIONS) ?? this.#keep('string', name, undefined, opts, STRING_OPTIONS, this.#string(name, opts))
+    return this.#kept('string', name, undefined, opts) ?? this.#keep('string', name, undefined, opts, this.#string(name, opts))
   }
 
   number (name: string, opts: AnyOptions = {}): Builder {
-    return this.#kept('number', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('number', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('number', name, opts))
+    return this.#kept('number', name, undefined, opts) ?? this.#keep('number', name, undefined, opts, this.#numeric('number', name, opts))
   }
 
   integer (name: string, opts: AnyOptions = {}): Builder {
-    return this.#kept('integer', name, undefined, opts, NUMBER_OPTIONS) ?? this.#keep('integer', name, undefined, opts, NUMBER_OPTIONS, this.#numeric('integer', name, opts))
+    return this.#kept('integer', name, undefined, opts) ?? this.#keep('integer', name, undefined, opts, this.#numeric('integer', name, opts))
   }
 
   boolean (name: string, opts: AnyOptions = {}): Builder {
-    return this.#kept('boolean', name, undefined, opts, BOOLEAN_OPTIONS) ?? this.#keep('boolean', name, undefined, opts, BOOLEAN_OPTIONS, this.#boolean(name, opts))
+    return this.#kept('boolean', name, undefined, opts) ?? this.#keep('boolean', name, undefined, opts, this.#boolean(name, opts))
   }
 
   choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
-    return this.#kept('choose', name, choices, opts, CHOOSE_OPTIONS) ?? this.#keep('choose', name, choices, opts, CHOOSE_OPTIONS, this.#choose(name, choices, opts))
+    return this.#kept('choose', name, choices, opts) ?? this.#keep('choose', name, choices, opts, this.#choose(name, choices, opts))
   }
 
   chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
-    return this.#kept('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS) ??
-      this.#keep('chooseMany', name, choices, opts, CHOOSE_MANY_OPTIONS, this.#chooseMany(name, choices, opts))
+    return this.#kept('chooseMany', name, choices, opts) ?? this.#keep('chooseMany', name, choices, opts, this.#chooseMany(name, choices, opts))
   }
 
   /** The builder an identical call on this one returned before, when it was kept in the current generation. */
-  #kept (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[]): Builder | undefined {
+  #kept (kind: FieldKind, name: string, choices: unknown, opts: AnyOptions): Builder | undefined {
     if (this.#generation !== reuse.generation || typeof opts !== 'object' || opts === null || Array.isArray(opts)) return undefined
     const calls = this.#children?.get(name)
     if (calls === undefined) return undefined
+    const options = READS[kind]
     for (const call of calls) {
       if (call.kind !== kind || !sameChoices(call.choices, choices)) continue
       let same = true
@@ -387,18 +392,17 @@ class Builder {
   }
 
   /** Keeps a new builder for identical calls to come, when everything it read is plain and there is room. */
-  #keep (kind: string, name: string, choices: unknown, opts: AnyOptions, options: readonly string[], builder: Builder): Builder {
+  #keep (kind: FieldKind, name: string, list: Choices | undefined, opts: AnyOptions, builder: Builder): Builder {
     if (this.#fields.length >= MAX_KEPT_FIELDS) return builder
     const values: Plain[] = []
     let size = name.length
-    for (const option of options) {
+    for (const option of READS[kind]) {
       const copy = plainCopy(opts[option])
       if (copy === undefined) return builder
       values.push(copy.value)
       size += sizeOf(copy.value)
     }
     // The builder checked the choices: all strings, or all { value, title } with string members.
-    const list = choices as Choices | undefined
     if (list !== undefined) for (const c of list) size += typeof c === 'string' ? c.length + 1 : c.value.length + c.title.length + 2
     if (size > MAX_KEPT_CHARACTERS) return builder
     if (reuse.kept >= MAX_KEPT) {
