@@ -39,29 +39,55 @@ export function targetOf (ctx: McpContext): string | undefined {
   return typeof target === 'string' ? target.slice(0, 200) : undefined
 }
 
-/** One info line per call: what was called, which round, how it ended, how long it took. */
+/** What an observer returns for a call it has nothing to do for: the route skips its scope, and no one allocates a watch. */
+export const UNWATCHED: CallWatch = Object.freeze({ ended: () => {} })
+
+/**
+ * One info line per call: what was called, which round, how it ended, how long it took. Whether
+ * info is enabled is read when the call begins: a level changed mid-call applies from the next one.
+ */
 export const callLog: CallObserver = {
-  begin: (request, ctx) => ({
-    ended: (end, reply) => {
-      if (!infoEnabled(request.log)) return
-      const round = roundOf(ctx)
-      request.log.info({
-        mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome: end.outcome, code: end.code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
-      }, 'mcp call')
-    },
-  }),
+  begin: (request, ctx) => !infoEnabled(request.log)
+    ? UNWATCHED
+    : {
+        ended: (end, reply) => {
+          const round = roundOf(ctx)
+          request.log.info({
+            mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome: end.outcome, code: end.code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
+          }, 'mcp call')
+        },
+      },
 }
 
-/** Several observers as one: told in order; the dispatch runs within each one's scope, the first outermost. */
+/**
+ * Several observers as one: told in order; the dispatch runs within each one's scope, the first
+ * outermost. Observers with nothing to do for a call are left out of it.
+ */
 export function observers (list: readonly CallObserver[]): CallObserver {
   if (list.length === 1) return list[0]
   return {
     begin: (request, ctx) => {
-      const watches = list.map((observer) => observer.begin(request, ctx))
-      return {
-        ended: (end, reply) => { for (const watch of watches) watch.ended(end, reply) },
-        within: (dispatch) => watches.reduceRight((inner, watch) => watch.within === undefined ? inner : () => watch.within!(inner), dispatch)(),
+      let only: CallWatch | undefined
+      let watches: CallWatch[] | undefined
+      for (const observer of list) {
+        const watch = observer.begin(request, ctx)
+        if (watch === UNWATCHED) continue
+        if (only === undefined) only = watch
+        else (watches ??= [only]).push(watch)
       }
+      if (watches === undefined) return only ?? UNWATCHED
+      return combined(watches)
     },
+  }
+}
+
+/** The watches of several observers as one. */
+function combined (watches: CallWatch[]): CallWatch {
+  const scoped = watches.filter((watch) => watch.within !== undefined)
+  return {
+    ended: (end, reply) => { for (const watch of watches) watch.ended(end, reply) },
+    within: scoped.length === 0
+      ? undefined
+      : (dispatch) => scoped.reduceRight((inner, watch) => () => watch.within!(inner), dispatch)(),
   }
 }

@@ -12,7 +12,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { isPlainObject } from '../check.js'
 import { clientOf, roundOf, type McpContext } from '../context.js'
 import { MOCAPI_VERSION } from '../version.js'
-import type { CallEnd, CallObserver } from './calls.js'
+import { UNWATCHED, type CallEnd, type CallObserver } from './calls.js'
 
 type Api = typeof Otel
 
@@ -148,8 +148,20 @@ export function callTracer (api: Api): CallObserver {
     unit: 's',
     advice: { explicitBucketBoundaries: DURATION_BUCKETS },
   })
+  // With no SDK, the API hands out its own no-op objects; a call then has nothing to trace, and
+  // skips the span, its attributes and the clock. The tracer provider is looked up per call, as an
+  // SDK registered after the plugin still gets its spans; the histogram is fixed by now.
+  const noTracerProvider = new api.ProxyTracerProvider().getDelegate()
+  const noMetric = duration === api.createNoopMeter().createHistogram('mcp.server.operation.duration')
+  const idle = (): boolean => {
+    if (!noMetric) return false
+    const provider = api.trace.getTracerProvider()
+    // Without a propagator, the trace context and baggage in `_meta` cannot reach the handler either.
+    return provider instanceof api.ProxyTracerProvider && provider.getDelegate() === noTracerProvider && api.propagation.fields().length === 0
+  }
   return {
     begin (request, ctx) {
+      if (idle()) return UNWATCHED
       const started = performance.now()
       const method = bounded(ctx.method, NAME_LENGTH)
       const target = targetOf(ctx)

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { McpContext } from '../../lib/context.js'
-import { observers, type CallObserver, type CallWatch } from '../../lib/transport/calls.js'
+import { UNWATCHED, callLog, observers, type CallObserver, type CallWatch } from '../../lib/transport/calls.js'
 
 const request = {} as FastifyRequest
 const reply = {} as FastifyReply
@@ -36,4 +36,26 @@ t.test('several observers are told in order, and the dispatch runs in the scopes
   t.equal(watch.within?.(() => { seen.push('dispatch'); return 42 }), 42)
   watch.ended({ outcome: 'error', code: -32603 }, reply)
   t.same(seen, ['a in', 'c in', 'dispatch', 'c out', 'a out', 'a error', 'b error', 'c error'])
+})
+
+t.test('observers with nothing to do for a call are left out of it', async (t) => {
+  const idle: CallObserver = { begin: () => UNWATCHED }
+  const seen: string[] = []
+  const only = watcher('a', seen, false)
+  const alone = observers([idle, only, idle]).begin(request, ctx)
+  t.equal(alone.within, undefined, 'the one watch left has no scope')
+  alone.ended({ outcome: 'complete' }, reply)
+  t.same(seen, ['a complete'])
+  t.equal(observers([idle, idle]).begin(request, ctx), UNWATCHED, 'no one watches')
+  const unscoped = observers([watcher('b', seen, false), idle, watcher('c', seen, false)]).begin(request, ctx)
+  t.equal(unscoped.within, undefined, 'no scope when none of them has one')
+  unscoped.ended({ outcome: 'tool_error' }, reply)
+  t.same(seen, ['a complete', 'b tool_error', 'c tool_error'])
+})
+
+t.test('the call log watches a call only when its logger writes info', async (t) => {
+  const at = (level: string) => ({ log: { isLevelEnabled: (asked: string) => asked === level } }) as unknown as FastifyRequest
+  t.equal(callLog.begin(at('warn'), ctx), UNWATCHED, 'a logger at warn')
+  t.equal(callLog.begin({ log: {} } as unknown as FastifyRequest, ctx), UNWATCHED, 'a logger without levels (logger: false)')
+  t.not(callLog.begin(at('info'), ctx), UNWATCHED, 'a logger at info')
 })

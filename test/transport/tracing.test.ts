@@ -1,12 +1,18 @@
 import t from 'tap'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import { context, metrics, propagation, trace, INVALID_SPAN_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api'
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
+import { W3CBaggagePropagator } from '@opentelemetry/core'
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData } from '@opentelemetry/sdk-metrics'
 import Fastify, { type FastifyInstance } from 'fastify'
 import mocapi, { requestedSchema } from '../../lib/index.js'
-import { DURATION_BUCKETS, callTracing } from '../../lib/transport/tracing.js'
+import { DURATION_BUCKETS, callTracer, callTracing } from '../../lib/transport/tracing.js'
+import { UNWATCHED } from '../../lib/transport/calls.js'
+import * as api from '@opentelemetry/api'
+import type { FastifyRequest } from 'fastify'
+import type { McpContext } from '../../lib/context.js'
 import { KEY, build, call, capturedLogs, meta } from '../helpers.js'
 
 type Test = Parameters<typeof build>[0]
@@ -333,6 +339,39 @@ t.test('with no SDK registered, calls are served and nothing is recorded', async
   t.same(retry.body.result.content, [{ type: 'text', text: 'Booked Lisbon' }])
   t.same(seen, [{ parent: undefined, baggage: undefined }])
   t.equal((await call(app, 'resources/read', { uri: 'test://broken' })).body.error.code, -32603)
+})
+
+t.test('with no SDK and no propagator, a call has nothing to trace: no span, no clock, no scope', async (t) => {
+  const request = { headers: {} } as FastifyRequest
+  const ctx = { method: 'tools/call', params: { name: 'add' }, id: 1, protocolVersion: '2026-07-28' } as unknown as McpContext
+  t.equal(callTracer(api).begin(request, ctx), UNWATCHED)
+})
+
+t.test('an SDK registered after the plugin: its spans are recorded from its first call on', async (t) => {
+  const { app } = await server(t)
+  await call(app, 'prompts/get', { name: 'greet' })
+  const otel = sdk(t)
+  await call(app, 'prompts/get', { name: 'greet' })
+  t.same(otel.spans().map((span) => span.name), ['prompts/get greet'], 'one span: the call made once the SDK was there')
+  t.equal(await otel.durations(), undefined, 'the histogram stays the no-op one the API gave when the plugin registered')
+})
+
+t.test('a propagator and a context manager without a tracer: the baggage in _meta still reaches the handler', async (t) => {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+  propagation.setGlobalPropagator(new W3CBaggagePropagator())
+  t.teardown(() => {
+    context.disable()
+    propagation.disable()
+  })
+  const { app, seen } = await server(t)
+  const first = await call(app, 'tools/call', { name: 'book', arguments: { to: 'Lisbon' } })
+  await call(app, 'tools/call', {
+    name: 'book',
+    arguments: { to: 'Lisbon' },
+    inputResponses: { 'elicit-1': { action: 'accept', content: { confirm: true } } },
+    requestState: first.body.result.requestState,
+  }, { meta: meta(undefined, { baggage: 'user=alice' }) })
+  t.same(seen, [{ parent: undefined, baggage: 'alice' }])
 })
 
 t.test('tracing: false makes no spans, even with an SDK', async (t) => {
