@@ -19,9 +19,15 @@
  * this machine, and the gap to mocapi's is the rest of mocapi.
  *
  * BENCH_SECONDS (10 by default) sets the length of a run.
+ *
+ * BENCH_PIN=1 (on a machine of two cores or more with `taskset`, from util-linux) runs the load
+ * generator on CPU 0 and every server, all its threads, on CPU 1: each server then has the same
+ * core to itself, and the scheduler's placement no longer moves the figures from run to run. It
+ * also keeps a server's helper threads (the garbage collector's) on that one core. The targets
+ * were set unpinned, which stays the default.
  */
 import autocannon from 'autocannon'
-import { fork, type ChildProcess } from 'node:child_process'
+import { execFileSync, fork, type ChildProcess } from 'node:child_process'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 
@@ -32,6 +38,17 @@ const MOCAPI_PORT = 3101
 const BARE_PORT = 3102
 const CODEC_PORT = 3103
 const serverScript = fileURLToPath(new URL('./servers.js', import.meta.url))
+
+/** Sets the CPUs of every thread of a process; false when taskset is missing or refuses. */
+function pin (pid: number, cpu: number): boolean {
+  try {
+    execFileSync('taskset', ['-apc', String(cpu), String(pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
+const PINNED = process.env.BENCH_PIN === '1' && cpus().length >= 2 && pin(process.pid, 0)
 
 const headers = (call: Call): Record<string, string> => call.session === undefined
   ? { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': call.name }
@@ -53,6 +70,7 @@ async function start (kind: string, port: number, env: Record<string, string> = 
     child.once('message', resolve)
     child.once('exit', (code) => reject(new Error(`the ${kind} server exited with ${code}`)))
   })
+  if (PINNED && !pin(child.pid as number, 1)) throw new Error(`bench setup: taskset could not move the ${kind} server to CPU 1`)
   return { child, port }
 }
 
@@ -196,7 +214,7 @@ const cpuNote = (runs: Run[]): string => runs.map((r) => `${r.server}/${r.loader
 /** Requests per second of server CPU: the pace a server would keep with a core to itself. */
 const perCpu = (r: Run): number => r.rps / Math.max(r.server, 1) * 100
 
-console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per server, alternating, Node ${process.version}, ${cpus().length} CPUs`)
+console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per server, alternating, Node ${process.version}, ${cpus().length} CPUs${PINNED ? ', servers pinned to CPU 1 and the load generator to CPU 0' : ''}`)
 console.log('medians            mocapi req/s   bare req/s   ratio    per server CPU-second: mocapi    bare   ratio   paired: req/s  per CPU')
 for (const { label, plugin, bare } of rows) {
   const p = median(plugin.map((r) => r.rps))
