@@ -153,12 +153,13 @@ export function callTracer (api: Api): CallObserver {
   // SDK registered after the plugin still gets its spans; the histogram is fixed by now.
   const noTracerProvider = new api.ProxyTracerProvider().getDelegate()
   const noMetric = duration === api.createNoopMeter().createHistogram('mcp.server.operation.duration')
-  const idle = (): boolean => {
-    if (!noMetric) return false
-    const provider = api.trace.getTracerProvider()
-    // Without a propagator, the trace context and baggage in `_meta` cannot reach the handler either.
-    return provider instanceof api.ProxyTracerProvider && provider.getDelegate() === noTracerProvider && api.propagation.fields().length === 0
-  }
+  const idle = !noMetric
+    ? () => false
+    : (): boolean => {
+        const provider = api.trace.getTracerProvider()
+        // Without a propagator, the trace context and baggage in `_meta` cannot reach the handler either.
+        return provider instanceof api.ProxyTracerProvider && provider.getDelegate() === noTracerProvider && api.propagation.fields().length === 0
+      }
   return {
     begin (request, ctx) {
       if (idle()) return UNWATCHED
