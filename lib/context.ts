@@ -141,6 +141,9 @@ export class McpContext {
   #lastProgress = -Infinity
   /** The last progress sent: a 2025-era call replays on one stream, and its client must hear progress increase. */
   #sentProgress = -Infinity
+  /** Calls of `log()` in this pass, and the most any pass of the call made: a replayed pass's calls are not sent again. */
+  #passLogs = 0
+  #madeLogs = 0
 
   static {
     bind = (ctx, target, round) => {
@@ -148,6 +151,7 @@ export class McpContext {
       ctx.#round = round
       ctx.#signal = undefined
       ctx.#lastProgress = -Infinity
+      ctx.#passLogs = 0
     }
     stateOf = (ctx) => ctx.#principalState
     streamOfContext = (ctx) => ctx.#stream
@@ -310,10 +314,18 @@ export class McpContext {
    * Sends an MCP log message (`notifications/message`) to the client, only when it asked for log
    * messages (the request's `_meta`, or the session's `logging/setLevel`) and `level` is at or above
    * the level it asked for.
+   *
+   * A 2025-era call replays its handler on one stream, so a replayed pass does not send again what
+   * an earlier pass of the same call logged: its first N calls, for the N calls an earlier pass
+   * made, are replays and stay unsent. In the 2026-07-28 era each round is its own request, and its
+   * stream carries every message of its pass.
    */
   log (level: LoggingLevel, data: unknown, logger?: string): void {
     const rank = LOGGING_LEVELS.indexOf(level)
     if (rank === -1) throw new InvalidArgumentError(`level must be one of ${LOGGING_LEVELS.join(', ')}, got ${String(level)}`)
+    // Counted before the level check: a level changed between passes must not shift which calls are replays.
+    if (++this.#passLogs <= this.#madeLogs) return
+    this.#madeLogs = this.#passLogs
     const wanted = this.#client.logLevel
     if (wanted === undefined || rank < LOGGING_LEVELS.indexOf(wanted)) return
     const params: JsonObject = { level, data }

@@ -35,6 +35,15 @@ function tools (app: FastifyInstance, runs: { count: number } = { count: 0 }): v
       ctx.progress(2, 2)
       return 'said'
     })
+    .tool({ name: 'diary', description: 'Logs before, between and after two questions' }, async (_args, ctx) => {
+      ctx.log('info', 'before')
+      ctx.log('debug', 'quiet before')
+      const a = await ctx.elicit('First?', confirm, { key: 'first' })
+      ctx.log('info', `between ${a.action}`)
+      const b = await ctx.elicit('Second?', confirm, { key: 'second' })
+      ctx.log('info', `after ${b.action}`)
+      return 'written'
+    })
     .tool({ name: 'wait', description: 'Waits to be cancelled' }, async (_args, ctx) => {
       await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
       return 'cancelled'
@@ -148,6 +157,17 @@ t.test('notifications ride the call\'s stream; the session\'s log level holds', 
   t.same((await session.call('tools/call', { name: 'chatty' })).notifications.map((n) => n.params.data), ['debug line', 'info line', 'error line'])
   await session.call('logging/setLevel', { level: 'error' })
   t.same((await session.call('tools/call', { name: 'chatty' })).notifications.map((n) => n.params.data), ['error line'])
+})
+
+t.test('a handler replayed on one stream logs each line once: the lines of earlier passes are not sent again', async (t) => {
+  const { url } = await served(t)
+  const session = await openSession(url)
+  const call = await session.call('tools/call', { name: 'diary' }, (request) => request.params.message === 'First?' ? { action: 'accept', content: { ok: true } } : { action: 'decline' })
+  t.equal(call.response.result.content[0].text, 'written')
+  t.same(call.notifications.map((n) => n.params.data), ['before', 'between accept', 'after decline'], 'three passes, each line once')
+  await session.call('logging/setLevel', { level: 'debug' })
+  const loud = await session.call('tools/call', { name: 'diary' }, () => ({ action: 'cancel' }))
+  t.same(loud.notifications.map((n) => n.params.data), ['before', 'quiet before', 'between cancel', 'after cancel'], 'a lower level: the same, with the debug line')
 })
 
 t.test('notifications/cancelled stops a request of the session, and only that one', async (t) => {
