@@ -135,8 +135,11 @@ export function legacyMethods (options: ResolvedOptions, features: Features, hub
       params: { uri: 'string' },
       enabled: () => features.resources.size > 0,
       run: async (ctx) => {
+        const uri = ctx.params.uri as string
+        // Bounded as resources/read and listen filters are: each URI is kept per open stream and sent to every node.
+        if (uri.length > options.limits.uriLength) throw invalidParams(`params.uri is longer than ${options.limits.uriLength} characters`)
         const id = session(ctx)
-        if (id !== undefined) hub.subscribe(id, ctx.params.uri as string, on)
+        if (id !== undefined) hub.subscribe(id, uri, on)
         return {}
       },
     })

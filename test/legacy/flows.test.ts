@@ -284,6 +284,28 @@ t.test('a GET stream\'s subscriptions are bounded, and subscribing twice or unsu
   controller.abort()
 })
 
+t.test('a subscribed URI is bounded by limits.uriLength, as a read URI is', async (t) => {
+  const { app, url } = await served(t, { limits: { uriLength: 100 } })
+  app.mcp.resourceTemplate({ uriTemplate: 'test://x/{n}', name: 'x' }, (_uri, v) => v.n)
+  const session = await openSession(url)
+  const controller = new AbortController()
+  const stream = await fetch(url, { headers: { ...session.headers(), accept: 'text/event-stream' }, signal: controller.signal })
+  const reader = (stream.body as ReadableStream<Uint8Array>).getReader()
+  await sleep(20)
+  const at = `test://x/${'a'.repeat(100 - 'test://x/'.length)}`
+  t.equal(at.length, 100)
+  for (const method of ['resources/subscribe', 'resources/unsubscribe']) {
+    t.same((await session.call(method, { uri: at + 'b' })).response.error, { code: -32602, message: 'params.uri is longer than 100 characters' }, `${method}: one past the limit`)
+    t.same((await session.call(method, { uri: 'x'.repeat(900_000) })).response.error?.code, -32602, `${method}: a URI of 900,000 characters`)
+  }
+  t.same((await session.call('resources/subscribe', { uri: at })).response.result, {}, 'at the limit')
+  await sleep(20)
+  app.mcp.notifyResourceUpdated(at)
+  const { value } = await reader.read()
+  t.match(new TextDecoder().decode(value), at, 'the URI at the limit is subscribed')
+  controller.abort()
+})
+
 t.test('a 2025-era call waiting for its answer when the server closes ends as routine, not as a failure', async (t) => {
   const logs = capturedLogs('info')
   const { app, url } = await served(t, {}, logs)
