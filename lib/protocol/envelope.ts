@@ -114,11 +114,23 @@ export function checkMeta (params: JsonObject): RequestMeta {
   if (level !== undefined && !LOGGING_LEVELS.includes(level as never)) {
     throw invalidParams(`params._meta["${META_LOG_LEVEL}"] must be one of ${LOGGING_LEVELS.join(', ')}`, 400)
   }
+  checkProgressToken(meta, 400)
+  return meta as RequestMeta
+}
+
+/** Checks `_meta` of a 2025-era request, which may omit it: an object, whose progress token is a string or a number. */
+export function checkLegacyMeta (params: JsonObject): void {
+  const meta = params._meta
+  if (meta === undefined) return
+  if (!isPlainObject(meta)) throw invalidParams('params._meta must be an object')
+  checkProgressToken(meta, 200)
+}
+
+function checkProgressToken (meta: JsonObject, statusCode: number): void {
   const token = meta.progressToken
   if (token !== undefined && typeof token !== 'string' && typeof token !== 'number') {
-    throw invalidParams('params._meta.progressToken must be a string or a number', 400)
+    throw invalidParams('params._meta.progressToken must be a string or a number', statusCode)
   }
-  return meta as RequestMeta
 }
 
 /**

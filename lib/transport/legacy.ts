@@ -11,7 +11,7 @@ import type { Exchange } from '../legacy/exchange.js'
 import type { SessionHub } from '../legacy/hub.js'
 import type { Session, SessionCodec } from '../legacy/session.js'
 import type { ResolvedOptions } from '../options.js'
-import { header, type Message } from '../protocol/envelope.js'
+import { checkLegacyMeta, header, type Message } from '../protocol/envelope.js'
 import { LEGACY_VERSIONS } from '../protocol/wire.js'
 import type { ReplyChannel } from './channel.js'
 import { principalOf, type Principal } from './principal.js'
@@ -90,6 +90,7 @@ export class LegacyTransport {
   prepare (request: FastifyRequest, reply: FastifyReply, message: Message, headerVersion: string | undefined,
     channel: (id: string | number) => ReplyChannel): Prepared | Promise<void> {
     const principal = principalOf(request, this.#options.principal)
+    if (message.kind === 'request') checkLegacyMeta(message.params)
     if (message.kind === 'request' && message.method === 'initialize') {
       const requested = message.params.protocolVersion
       // The spec's negotiation: the version asked for when served, else the newest served.

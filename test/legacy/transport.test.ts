@@ -185,3 +185,22 @@ t.test('session options are checked at registration', async (t) => {
     await app.close()
   }
 })
+
+t.test('a 2025-era request\'s _meta is an object, and its progress token a string or a number', async (t) => {
+  const app = await served(t)
+  const { headers } = await initialize(app)
+  for (const meta of ['str', [1, 2], 5, null]) {
+    const reply = await post(app, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { x: 'a' }, _meta: meta } }, headers)
+    t.same(reply.body, { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'params._meta must be an object' } }, `_meta ${JSON.stringify(meta)}`)
+  }
+  for (const progressToken of [null, true, { a: 1 }, [1]]) {
+    const reply = await post(app, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { x: 'a' }, _meta: { progressToken } } }, headers)
+    t.same(reply.body.error, { code: -32602, message: 'params._meta.progressToken must be a string or a number' }, `progressToken ${JSON.stringify(progressToken)}`)
+  }
+  const initialized = await post(app, { jsonrpc: '2.0', id: 3, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' }, _meta: 7 } })
+  t.equal(initialized.body.error.code, -32602, 'initialize too')
+  for (const progressToken of ['p', 7]) {
+    const reply = await post(app, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'echo', arguments: { x: 'a' }, _meta: { progressToken } } }, headers)
+    t.same(reply.body.result.content, [{ type: 'text', text: 'echo a' }], `progressToken ${JSON.stringify(progressToken)} is taken`)
+  }
+})
