@@ -108,6 +108,28 @@ function urlMissing (caps: ClientCapabilities): Record<string, unknown> | undefi
   return isPlainObject(elicitation) && isPlainObject(elicitation.url) ? undefined : { elicitation: { url: {} } }
 }
 
+/**
+ * A signal aborted when either of two is, with the reason of the first. Not `AbortSignal.any`:
+ * on Node 20 a signal it makes is kept for good once it has a listener (nodejs/node#54614), so a
+ * handler that listened on `ctx.signal` leaked on every call. Here the listeners sit on the two
+ * sources, which belong to the request, and leave them once one aborts.
+ */
+function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
+  const controller = new AbortController()
+  if (a.aborted || b.aborted) {
+    controller.abort((a.aborted ? a : b).reason)
+    return controller.signal
+  }
+  const onAbort = (): void => {
+    a.removeEventListener('abort', onAbort)
+    b.removeEventListener('abort', onAbort)
+    controller.abort((a.aborted ? a : b).reason)
+  }
+  a.addEventListener('abort', onAbort)
+  b.addEventListener('abort', onAbort)
+  return controller.signal
+}
+
 let bind: (ctx: McpContext, target: AskTarget | undefined, round: number) => void
 let stateOf: (ctx: McpContext) => PrincipalState
 let streamOfContext: (ctx: McpContext) => NotificationStream
@@ -200,7 +222,7 @@ export class McpContext {
   get signal (): AbortSignal {
     const target = this.#target
     if (target === undefined) return this.#stream.signal
-    this.#signal ??= AbortSignal.any([this.#stream.signal, target.signal])
+    this.#signal ??= eitherAborts(this.#stream.signal, target.signal)
     return this.#signal
   }
 
