@@ -30,7 +30,7 @@ const payload: RequestStatePayload = {
   originalParams: originalParamsOf(params),
   ledger: answers.map(({ key, question, r }) => ({
     k: key,
-    f: fingerprint({ kind: 'elicit', shape: digest('elicit', `{"schema":"${key}"}`), text: question, build: () => ({ method: 'elicitation/create', params: {} }) }),
+    f: fingerprint({ kind: 'elicit', shape: digest('elicit', `{"schema":"${key}"}`), text: question, size: 0, build: () => ({ method: 'elicitation/create', params: {} }) }),
     r,
   })),
   issuedAt: Date.now(),

@@ -144,7 +144,7 @@ function fingerprintCost (): void {
   // first is made once per builder (an identical inline call returns the same builder), the second on every ask.
   const schema = requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])
   const json = schemaJson(schema)
-  const question = (shape: string) => ({ kind: 'elicit' as const, shape, text: 'Book a flight to Lisbon?', build: () => ({ method: 'elicitation/create' as const, params: {} }) })
+  const question = (shape: string) => ({ kind: 'elicit' as const, shape, text: 'Book a flight to Lisbon?', size: 0, build: () => ({ method: 'elicitation/create' as const, params: {} }) })
   const both = time(() => { fingerprint(question(digest('elicit', json))) }, 20_000)
   const reused = time(() => { fingerprint(question(schemaDigest(requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])))) }, 20_000)
   console.log(`fingerprinting one question (SHA-256 of the schema's JSON text and of the message): ${both.toFixed(2)} µs; ` +

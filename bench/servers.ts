@@ -18,7 +18,7 @@ import { KeyRing } from '../lib/mrtr/seal.js'
 
 // The same key on every run, so tokens made by one server process open in another.
 export const KEY = createHash('sha256').update('mocapi bench key').digest('base64')
-const bookQuestion = { kind: 'elicit' as const, shape: 'x'.repeat(22), text: 'Book a flight?', build: () => ({ method: 'elicitation/create' as const, params: {} }) }
+const bookQuestion = { kind: 'elicit' as const, shape: 'x'.repeat(22), text: 'Book a flight?', size: 0, build: () => ({ method: 'elicitation/create' as const, params: {} }) }
 const [kind, portText] = process.argv.slice(2)
 
 const app = Fastify({ logger: false })

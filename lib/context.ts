@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type ElicitAnswer, type FormAnswers, type ResponseCheck } from './elicitation/answers.js'
-import { schemaDigest, type RequestedSchemaBuilder } from './elicitation/schema.js'
+import { schemaDigest, schemaJson, type RequestedSchemaBuilder } from './elicitation/schema.js'
 import { InvalidArgumentError } from './errors.js'
 import { digest, type Question } from './mrtr/fingerprint.js'
 import {
@@ -254,6 +254,7 @@ export class McpContext {
       kind: 'elicit',
       shape: schemaDigest(schema),
       text: message,
+      size: message.length + schemaJson(schema).length,
       build: () => ({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: schema.schema as unknown as JsonObject } }),
     }
     return target.ask(question, options.key, 'elicit', target.forms.check(schema), formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
@@ -269,7 +270,7 @@ export class McpContext {
       return Promise.reject(new InvalidArgumentError(`ctx.elicitUrl() needs a message string and a url string, got ${typeof message} and ${typeof url}`))
     }
     const request: InputRequest = { method: 'elicitation/create', params: { mode: 'url', message, url } }
-    return this.#ask({ kind: 'elicitUrl', shape: digest('elicitUrl', url), text: message, build: () => request },
+    return this.#ask({ kind: 'elicitUrl', shape: digest('elicitUrl', url), text: message, size: message.length + url.length, build: () => request },
       options.key, 'elicit', checkUrlAnswer, urlMissing(this.clientCapabilities)) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
   }
 
@@ -285,7 +286,8 @@ export class McpContext {
       return Promise.reject(new InvalidArgumentError('ctx.sample() needs { messages: [...], maxTokens: positive integer }'))
     }
     const request: InputRequest = { method: 'sampling/createMessage', params: params as JsonObject }
-    return this.#ask({ kind: 'sample', shape: digest('sample', JSON.stringify(params)), text: '', build: () => request },
+    const json = JSON.stringify(params)
+    return this.#ask({ kind: 'sample', shape: digest('sample', json), text: '', size: json.length, build: () => request },
       options.key, 'sample', checkSamplingAnswer, samplingMissing(this.clientCapabilities, params)) as Promise<CreateMessageResult>
   }
 
@@ -298,7 +300,7 @@ export class McpContext {
    */
   listRoots (options: ElicitOptions = {}): Promise<Root[]> {
     const request: InputRequest = { method: 'roots/list', params: {} }
-    return this.#ask({ kind: 'roots', shape: ROOTS_SHAPE, text: '', build: () => request }, options.key, 'roots', checkRootsAnswer,
+    return this.#ask({ kind: 'roots', shape: ROOTS_SHAPE, text: '', size: 0, build: () => request }, options.key, 'roots', checkRootsAnswer,
       isPlainObject(this.clientCapabilities.roots) ? undefined : { roots: {} }) as Promise<Root[]>
   }
 

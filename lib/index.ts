@@ -56,7 +56,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
   const exchange = new Exchange(bus, fastify.log, options.answerTimeout)
-  const engine = new ReplayEngine(codec, options.maxRounds, new FormAnswers(compiler), exchange)
+  const engine = new ReplayEngine(codec, options.maxRounds, new FormAnswers(compiler), exchange, options.bodyLimit)
   const failures = new Failures(options.exposeErrors)
   const tools = new Tools(engine, compiler, failures)
   const prompts = new Prompts(engine, compiler, failures)

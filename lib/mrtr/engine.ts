@@ -5,7 +5,7 @@ import type { Exchange } from '../legacy/exchange.js'
 import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { PROTOCOL_VERSION } from '../protocol/wire.js'
 import type { LedgerEntry, RequestStateCodec } from './codec.js'
-import { ReplayPass } from './pass.js'
+import { ReplayPass, type RoundBudget } from './pass.js'
 import type { TokenTooLongError } from './seal.js'
 
 /** The wire shape of an `input_required` result. */
@@ -99,21 +99,24 @@ export class ReplayEngine {
   readonly #codec: RequestStateCodec
   readonly #maxRounds: number
   readonly #forms: FormAnswers
-  readonly #budget: number
+  readonly #budget: RoundBudget
   // Default keys (`elicit-1`, …) made once: a key built per call is a fresh string, which every
   // lookup by it (in inputResponses, in the ledger) first has to hash.
   readonly #defaultKeys = new Map<string, string[]>()
 
   readonly #exchange: Exchange
 
-  /** `exchange` asks 2025-era clients in server-to-client requests. */
-  constructor (codec: RequestStateCodec, maxRounds: number, forms: FormAnswers, exchange: Exchange) {
+  /**
+   * `exchange` asks 2025-era clients in server-to-client requests; `maxRoundSize` bounds the
+   * characters of one round's input requests as sent.
+   */
+  constructor (codec: RequestStateCodec, maxRounds: number, forms: FormAnswers, exchange: Exchange, maxRoundSize: number) {
     this.#codec = codec
     this.#maxRounds = maxRounds
     this.#forms = forms
     this.#exchange = exchange
     // The bytes a token of maxTokenLength characters carries: what one round's new slots can never pass.
-    this.#budget = Math.floor(codec.maxTokenLength * 3 / 4)
+    this.#budget = { ledger: Math.floor(codec.maxTokenLength * 3 / 4), size: maxRoundSize }
   }
 
   #key = (prefix: string, ordinal: number): string => {

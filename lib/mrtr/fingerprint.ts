@@ -24,6 +24,8 @@ export interface Question {
   readonly shape: string
   /** The text shown to the user; empty for sampling and roots. */
   readonly text: string
+  /** About how many characters the request takes when sent: its text and its shape's source (schema, URL, params). */
+  readonly size: number
   build (): InputRequest
 }
 

@@ -42,6 +42,14 @@ function rejected (error: unknown): Promise<never> {
   return promise
 }
 
+/** What the input requests of one round may take. */
+export interface RoundBudget {
+  /** Bytes of new ledger slots: past it, they could never fit in a token. */
+  readonly ledger: number
+  /** Characters of the requests as sent (their text and schemas), so a round's reply stays bounded. */
+  readonly size: number
+}
+
 // Up to this many asks in a pass, a repeated key is found by scanning the ledger; past it, by a set.
 const SCAN_LIMIT = 8
 
@@ -60,9 +68,10 @@ export class ReplayPass implements AskTarget {
   readonly #ledger: LedgerEntry[]
   readonly #responses: JsonObject | undefined
   readonly #keys: (prefix: string, ordinal: number) => string
-  readonly #budget: number
+  readonly #budget: RoundBudget
   #ordinal = 0
   #pendingBytes = 0
+  #pendingSize = 0
   #seen: Set<string> | undefined
   #pending: Record<string, InputRequest> | undefined
   #yielded: Promise<never> | undefined
@@ -76,9 +85,9 @@ export class ReplayPass implements AskTarget {
    * @param responses the request's `inputResponses`
    * @param keys makes the default input key of an ordinal
    * @param forms the checks of form answers
-   * @param budget how many bytes the new slots of one round may take: past it, they could never fit in a token
+   * @param budget what the input requests of one round may take (see {@link RoundBudget})
    */
-  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, keys: (prefix: string, ordinal: number) => string, forms: FormAnswers, budget: number) {
+  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, keys: (prefix: string, ordinal: number) => string, forms: FormAnswers, budget: RoundBudget) {
     this.forms = forms
     this.#ledger = ledger
     this.#responses = responses
@@ -152,8 +161,12 @@ export class ReplayPass implements AskTarget {
     }
     if (missing !== undefined) return this.#fail(missingCapability(missing))
     this.#pendingBytes += key.length + print.length + 8
-    if (this.#pendingBytes > this.#budget) {
+    if (this.#pendingBytes > this.#budget.ledger) {
       return this.#fail(invalidParams(`The handler asked for more input in one round than a requestState token holds (over ${ordinal + 1} requests)`))
+    }
+    this.#pendingSize += key.length + question.size
+    if (this.#pendingSize > this.#budget.size) {
+      return this.#fail(invalidParams(`The handler asked for more input in one round than one response may carry: its input requests passed ${this.#budget.size} characters (the bodyLimit option)`))
     }
     ledger[ordinal] = { k: key, f: print }
     if (this.#pending === undefined) {

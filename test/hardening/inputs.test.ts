@@ -22,6 +22,30 @@ t.test('a handler that asks once per client-supplied item stops at what a token 
   t.equal(Object.keys(fine.body.result.inputRequests).length, 300, 'what fits is asked in one round')
 })
 
+t.test('the questions of one round stop at what one response may carry (bodyLimit), however the handler repeats client text', async (t) => {
+  const schema = requestedSchema().boolean('ok')
+  const schemaLength = JSON.stringify(schema.schema).length
+  const bodyLimit = 20_000
+  const app = await build(t, { bodyLimit }, (app) => {
+    app.mcp.tool({ name: 'long', inputSchema: { type: 'object', properties: { n: { type: 'integer' } } } }, async (args: { n: number }, ctx) => {
+      return (await ctx.elicit('x'.repeat(args.n), schema, { key: 'k' })).action
+    })
+    app.mcp.tool({ name: 'echoes', inputSchema: { type: 'object', properties: { msg: { type: 'string' }, n: { type: 'integer' } } } }, async (args: { msg: string, n: number }, ctx) => {
+      const answers = await Promise.all(Array.from({ length: args.n }, (_, i) => ctx.elicit(`${args.msg} ${i}`, schema)))
+      return `${answers.length} answered`
+    })
+  })
+  const at = bodyLimit - schemaLength - 'k'.length
+  const fits = await call(app, 'tools/call', { name: 'long', arguments: { n: at } })
+  t.equal(fits.body.result.inputRequests.k.params.message.length, at, 'a round of exactly bodyLimit characters is asked')
+  const over = await call(app, 'tools/call', { name: 'long', arguments: { n: at + 1 } })
+  t.same(over.body.error, { code: -32602, message: `The handler asked for more input in one round than one response may carry: its input requests passed ${bodyLimit} characters (the bodyLimit option)` }, 'one character more is refused')
+  const msg = 'm'.repeat(15_000)
+  const echoed = await call(app, 'tools/call', { name: 'echoes', arguments: { msg, n: 400 } })
+  t.equal(echoed.body.error.code, -32602, '400 questions repeating 15,000 characters of client text')
+  t.ok(echoed.response.body.length < 1000, `the refusal is small (${echoed.response.body.length} bytes), not 6 MB of questions`)
+})
+
 t.test('input keys named like Object.prototype members are asked and answered like any other', async (t) => {
   const app = await build(t, {}, (app) => {
     app.mcp.tool({ name: 'odd_keys' }, async (_args, ctx) => {
