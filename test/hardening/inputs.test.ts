@@ -1,6 +1,7 @@
 import t from 'tap'
 import { requestedSchema } from '../../lib/index.js'
-import { build, call } from '../helpers.js'
+import { build, call, meta, rpc } from '../helpers.js'
+import { MAX_CARRIED_DEPTH } from '../../lib/mrtr/engine.js'
 
 t.test('a handler that asks once per client-supplied item stops at what a token can hold, in linear time', async (t) => {
   const app = await build(t, {}, (app) => {
@@ -27,10 +28,10 @@ t.test('the questions of one round stop at what one response may carry (bodyLimi
   const schemaLength = JSON.stringify(schema.schema).length
   const bodyLimit = 20_000
   const app = await build(t, { bodyLimit }, (app) => {
-    app.mcp.tool({ name: 'long', inputSchema: { type: 'object', properties: { n: { type: 'integer' } } } }, async (args: { n: number }, ctx) => {
+    app.mcp.tool({ name: 'long', inputSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } }, async (args: { n: number }, ctx) => {
       return (await ctx.elicit('x'.repeat(args.n), schema, { key: 'k' })).action
     })
-    app.mcp.tool({ name: 'echoes', inputSchema: { type: 'object', properties: { msg: { type: 'string' }, n: { type: 'integer' } } } }, async (args: { msg: string, n: number }, ctx) => {
+    app.mcp.tool({ name: 'echoes', inputSchema: { type: 'object', properties: { msg: { type: 'string' }, n: { type: 'integer' } }, required: ['msg', 'n'] } }, async (args: { msg: string, n: number }, ctx) => {
       const answers = await Promise.all(Array.from({ length: args.n }, (_, i) => ctx.elicit(`${args.msg} ${i}`, schema)))
       return `${answers.length} answered`
     })
@@ -110,4 +111,35 @@ t.test('what only some callers may read is never marked public: resources, templ
   t.equal((await call(app, 'resources/read', { uri: 'test://menu' })).body.result.cacheScope, 'public')
   t.equal((await call(app, 'resources/list')).body.result.cacheScope, 'private')
   t.equal((await call(app, 'resources/templates/list')).body.result.cacheScope, 'private')
+})
+
+t.test('a request that could not come back the same from a token is refused when the round would mint one', async (t) => {
+  const schema = requestedSchema().boolean('ok')
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'confirm', inputSchema: { type: 'object' } }, async (_args, ctx) => (await ctx.elicit('Sure?', schema)).action)
+    app.mcp.tool({ name: 'plain', inputSchema: { type: 'object' } }, (args) => JSON.stringify(args))
+    app.mcp.tool({ name: 'model' }, async (_args, ctx) => {
+      const said = await ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 5 })
+      return `${said.model} ${(await ctx.elicit('Keep it?', schema)).action}`
+    })
+  })
+  const raw = async (name: string, argumentsJson: string, extra = '') => {
+    const payload = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}"${argumentsJson === '' ? '' : `,"arguments":${argumentsJson}`}${extra},"_meta":${JSON.stringify(meta({ elicitation: {}, sampling: {} }))}}}`
+    const response = await app.inject({ ...rpc('tools/call', { name }), payload })
+    return response.json()
+  }
+  for (const [number, shown] of [['1e400', 'Infinity'], ['-1e400', '-Infinity']]) {
+    t.same((await raw('confirm', `{"x":${number}}`)).error,
+      { code: -32602, message: `tool confirm cannot carry this request in a requestState token: it holds a number JSON cannot write (${shown})` }, `${number} would come back as null`)
+  }
+  t.equal((await raw('plain', '{"x":1e400}')).result.content[0].text, '{"x":null}', 'a call that asks nothing is not concerned')
+  const nested = (depth: number) => `{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`
+  t.equal((await raw('confirm', nested(MAX_CARRIED_DEPTH - 2))).result.resultType, 'input_required', 'arrays nested to the limit (params, arguments, then 998) are carried')
+  t.same((await raw('confirm', nested(MAX_CARRIED_DEPTH - 1))).error,
+    { code: -32602, message: `tool confirm cannot carry this request in a requestState token: it is nested more than ${MAX_CARRIED_DEPTH} deep` }, 'one level more is refused')
+  t.equal((await raw('confirm', nested(20_000))).error.code, -32602, '20,000 deep: refused with the same error, no stack overflow')
+  const first = await call(app, 'tools/call', { name: 'model' }, { capabilities: { elicitation: {}, sampling: {} } })
+  const answer = '{"role":"assistant","content":{"type":"text","text":"hi","score":1e400},"model":"m"}'
+  const retried = await raw('model', '', `,"requestState":"${first.body.result.requestState}","inputResponses":{"sample-1":${answer}}`)
+  t.same(retried.error, { code: -32602, message: 'tool model cannot carry this request in a requestState token: an answer: it holds a number JSON cannot write (Infinity)' }, 'an answer is checked as well')
 })
