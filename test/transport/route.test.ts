@@ -53,11 +53,11 @@ t.test('malformed json is -32700 and the next request is served', async (t) => {
   t.equal(good.status, 200)
 })
 
-t.test('an empty json body is an invalid request', async (t) => {
+t.test('an empty json body is a parse error that says so', async (t) => {
   const app = await build(t)
   const response = await app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json' }, payload: '' })
   t.equal(response.statusCode, 400)
-  t.equal(response.json().error.code, -32600)
+  t.same(response.json(), { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is empty' } })
 })
 
 t.test('a body over the limit is a json-rpc error with 413', async (t) => {
