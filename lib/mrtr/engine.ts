@@ -111,11 +111,15 @@ function legacyParams (version: string): (request: InputRequest, id: string) => 
   }
 }
 
-/** A client's error answer to a server-to-client request, as the call's own error. */
+/**
+ * A client's error answer to a server-to-client request, as the call's own error: -32603, with the
+ * client's code in the message. Passed through, its code would say things of the call that are not
+ * so (-32601 "method not found" for a tool that exists, -32700 for a body that parsed).
+ */
 function clientRefused (method: string, error: unknown): McpError {
+  const code = isPlainObject(error) && Number.isSafeInteger(error.code) ? ` (${error.code as number})` : ''
   const detail = isPlainObject(error) && typeof error.message === 'string' ? `: ${error.message.slice(0, 500)}` : ''
-  const code = isPlainObject(error) && Number.isSafeInteger(error.code) ? error.code as number : ErrorCode.InternalError
-  return new McpError(code, `The client answered ${method} with an error${detail}`)
+  return new McpError(ErrorCode.InternalError, `The client answered ${method} with an error${code}${detail}`)
 }
 
 /** What a verified requestState restores for the retry. */

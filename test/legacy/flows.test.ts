@@ -119,7 +119,11 @@ t.test('a bad answer, an error answer, and no answer at all end the call with a 
   const bad = await session.call('tools/call', { name: 'greet' }, () => ({ action: 'accept', content: { name: 5 } }))
   t.same(bad.response.error, { code: -32602, message: 'inputResponses.elicit-1: content.name must be string' })
   const refused = await session.call('tools/call', { name: 'greet' }, () => ({ error: { code: -1, message: 'User rejected the request' } }))
-  t.same(refused.response.error, { code: -1, message: 'The client answered elicitation/create with an error: User rejected the request' })
+  t.same(refused.response.error, { code: -32603, message: 'The client answered elicitation/create with an error (-1): User rejected the request' })
+  for (const code of [-32601, -32700, 0]) {
+    const coded = await session.call('tools/call', { name: 'greet' }, () => ({ error: { code, message: 'no' } }))
+    t.same(coded.response.error, { code: -32603, message: `The client answered elicitation/create with an error (${code}): no` }, `the client's ${code} is not the call's`)
+  }
   const odd = await session.call('tools/call', { name: 'greet' }, () => ({ error: 'nope' }))
   t.same(odd.response.error, { code: -32603, message: 'The client answered elicitation/create with an error' })
   const started = Date.now()
