@@ -25,6 +25,8 @@ export interface ClientState {
   readonly logLevel: LoggingLevel | undefined
   /** The id of its 2025-era session; undefined for a 2026-07-28 request or a 2025-era one without a session. */
   readonly session?: string
+  /** When that session expires, in epoch milliseconds. */
+  readonly sessionExpiresAt?: number
 }
 
 /**

@@ -18,6 +18,8 @@ export const ACK_TIMEOUT_MS = 5_000
 export interface Asker {
   session: string
   principal: string | null
+  /** When the session expires (epoch ms): its client can no longer answer after that. */
+  expiresAt?: number
 }
 
 /** A JSON-RPC response a client POSTed. */
@@ -31,6 +33,7 @@ export interface ClientResponse {
 export type RoundOutcome =
   | { kind: 'answered', responses: JsonObject, errors: Array<{ key: string, method: string, error: unknown }> }
   | { kind: 'timeout' }
+  | { kind: 'expired' }
   | { kind: 'aborted', reason: unknown }
 
 /** What became of a client's answer: taken by its call, or not (no such call, or not the client's to answer). */
@@ -110,7 +113,11 @@ export class Exchange {
       }
       const onAbort = (): void => finish({ kind: 'aborted', reason: signal.reason })
       this.#calls.set(call, { asker, pending: new Map(), responses: Object.create(null) as JsonObject, errors: [], done: finish })
-      const timer = setTimeout(() => finish({ kind: 'timeout' }), this.#timeout)
+      // An answer can only come on the session: once it expires, the client's POST is refused, so stop waiting then.
+      const untilExpiry = asker.expiresAt === undefined ? Infinity : Math.max(0, asker.expiresAt - Date.now())
+      const timer = untilExpiry < this.#timeout
+        ? setTimeout(() => finish({ kind: 'expired' }), untilExpiry)
+        : setTimeout(() => finish({ kind: 'timeout' }), this.#timeout)
       signal.addEventListener('abort', onAbort)
       const waiting = this.#calls.get(call) as Waiting
       let n = 0

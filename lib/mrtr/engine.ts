@@ -230,7 +230,7 @@ export class ReplayEngine {
    */
   async #runLegacy<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<{ complete: T }> {
     const stream = streamOf(ctx)
-    const session = clientOf(ctx).session
+    const { session, sessionExpiresAt } = clientOf(ctx)
     let ledger: LedgerEntry[] = []
     let responses: JsonObject | undefined
     for (let round = 0; ; round++) {
@@ -241,10 +241,13 @@ export class ReplayEngine {
       if (principalState(ctx) === 'unbound') throw unboundPrincipal()
       if (round >= this.#maxRounds) throw invalidParams(`${label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
       // A 2025-era client without a session declared no capabilities, so its pass failed before it yielded.
-      const asked = await this.#exchange.ask({ session: session as string, principal: ctx.principal }, outcome.inputRequests, (request) => stream.notify(request),
+      const asked = await this.#exchange.ask({ session: session as string, principal: ctx.principal, expiresAt: sessionExpiresAt }, outcome.inputRequests, (request) => stream.notify(request),
         stream.signal, legacyParams(ctx.protocolVersion))
       if (asked.kind === 'timeout') {
         throw new McpError(ErrorCode.RequestTimeout, `${label} waited for the client's answer longer than session.answerTimeout allows`)
+      }
+      if (asked.kind === 'expired') {
+        throw new McpError(ErrorCode.RequestTimeout, `${label} waited for the client's answer until its session expired (session.ttl); a new session can call again`)
       }
       // The client cancelled or left, or the server is closing: the call is over, and the handler did not fail.
       if (asked.kind === 'aborted') throw new McpError(ErrorCode.InternalError, `${label} stopped waiting for the client's answer: ${(asked.reason as Error).message}`)

@@ -16,6 +16,8 @@ import { LEGACY_VERSIONS } from '../protocol/wire.js'
 import type { ReplyChannel } from './channel.js'
 import { principalOf, type Principal } from './principal.js'
 
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 /** The answer to a session id that is not a live session of this caller: the client must start a new one. */
 export function sessionNotFound (): McpError {
   return new McpError(-32600, 'Session not found: it expired, was not issued by this server, or belongs to another caller; start a new session with initialize', { statusCode: 404 })
@@ -79,6 +81,7 @@ export class LegacyTransport {
       info: session.info,
       logLevel: this.#hub.levelOf(session.id) ?? DEFAULT_LEGACY_LOG_LEVEL,
       session: session.id,
+      sessionExpiresAt: session.expiresAt,
     }
   }
 
@@ -135,7 +138,7 @@ export class LegacyTransport {
 
   /**
    * A GET with a session: a stream of list changes and of updates to the resources the session
-   * subscribed to, from this node, until the client leaves or the server closes.
+   * subscribed to, from this node, until the client leaves, the session expires or the server closes.
    */
   stream (request: FastifyRequest, channel: ReplyChannel): void {
     const principal = principalOf(request, this.#options.principal)
@@ -149,7 +152,11 @@ export class LegacyTransport {
       : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind] }, channel)
     const forget = this.#hub.addStream(session.id, listener)
     channel.open()
+    // Past its expiry the session's requests get 404: its stream ends then too (a timer holds at most 2^31 - 1 ms).
+    const expiry = setTimeout(listener.end, Math.min(Math.max(0, session.expiresAt - Date.now()), MAX_TIMER_MS))
+    expiry.unref()
     ended.then(() => {
+      clearTimeout(expiry)
       forget()
       channel.end()
     })

@@ -135,6 +135,26 @@ t.test('a bad answer, an error answer, and no answer at all end the call with a 
   t.equal(late.status, 400, 'an answer after the timeout is refused: nothing waits for it')
 })
 
+t.test('when a session expires, its GET stream ends and a call waiting for its answer ends with a clear error', async (t) => {
+  const ttl = 600
+  const { url } = await served(t, { session: { ttl, answerTimeout: 60_000 } })
+  const session = await openSession(url)
+  const opened = Date.now()
+  const stream = await fetch(url, { headers: { ...session.headers(), accept: 'text/event-stream' } })
+  const reader = (stream.body as ReadableStream<Uint8Array>).getReader()
+  const streamEnded = (async () => {
+    while (!(await reader.read()).done);
+    return Date.now() - opened
+  })()
+  const call = await session.call('tools/call', { name: 'greet' })
+  const waited = Date.now() - opened
+  t.same(call.response.error, { code: -32001, message: "tool greet waited for the client's answer until its session expired (session.ttl); a new session can call again" })
+  t.ok(waited >= ttl - 100 && waited < ttl + 2000, `the call ended when the session expired (${waited} ms), not after answerTimeout`)
+  const ended = await streamEnded
+  t.ok(ended >= ttl - 100 && ended < ttl + 2000, `the GET stream ended with the session (${ended} ms)`)
+  t.equal((await session.post({ jsonrpc: '2.0', id: 1, method: 'ping' })).status, 404, 'the session is gone')
+})
+
 t.test('an answer from another session, or another caller, is refused; the right one completes the call', async (t) => {
   const { url } = await served(t)
   const alice = await openSession(url)
