@@ -39,16 +39,24 @@ export function checkUrlAnswer (value: unknown): ReturnType<ResponseCheck> {
 export function checkSamplingAnswer (value: unknown): ReturnType<ResponseCheck> {
   if (!isPlainObject(value)) return NOT_AN_OBJECT
   if (value.role !== 'user' && value.role !== 'assistant') return { ok: false, message: 'result.role must be user or assistant' }
-  if (!isPlainObject(value.content) && !Array.isArray(value.content)) return { ok: false, message: 'result.content must be an object or an array' }
+  const content = value.content
+  if (Array.isArray(content) ? !content.every(isBlock) : !isBlock(content)) {
+    return { ok: false, message: 'result.content must be a content block ({ type: string, … }) or an array of them' }
+  }
   if (typeof value.model !== 'string') return { ok: false, message: 'result.model must be a string' }
+  if (value.stopReason !== undefined && typeof value.stopReason !== 'string') return { ok: false, message: 'result.stopReason must be a string' }
   return { ok: true, value }
 }
 
-/** A roots answer: `{ roots: [{ uri }] }`; the handler gets the roots. */
+function isBlock (value: unknown): boolean {
+  return isPlainObject(value) && typeof value.type === 'string'
+}
+
+/** A roots answer: `{ roots: [{ uri, name? }] }`; the handler gets the roots. */
 export function checkRootsAnswer (value: unknown): ReturnType<ResponseCheck> {
   const roots = isPlainObject(value) ? value.roots : undefined
-  if (!Array.isArray(roots) || !roots.every((root) => isPlainObject(root) && typeof root.uri === 'string')) {
-    return { ok: false, message: 'result.roots must be an array of { uri }' }
+  if (!Array.isArray(roots) || !roots.every((root) => isPlainObject(root) && typeof root.uri === 'string' && (root.name === undefined || typeof root.name === 'string'))) {
+    return { ok: false, message: 'result.roots must be an array of { uri: string, name?: string }' }
   }
   return { ok: true, value: roots }
 }

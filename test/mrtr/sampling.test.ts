@@ -64,16 +64,19 @@ t.test('answers of the wrong shape are -32602', async (t) => {
   const cases: Array<[unknown, string]> = [
     ['Paris', 'result must be an object'],
     [{ ...modelAnswer, role: 'system' }, 'result.role must be user or assistant'],
-    [{ ...modelAnswer, content: 'Paris' }, 'result.content must be an object or an array'],
+    [{ ...modelAnswer, content: 'Paris' }, 'result.content must be a content block ({ type: string, … }) or an array of them'],
+    [{ ...modelAnswer, content: { text: 'Paris' } }, 'result.content must be a content block ({ type: string, … }) or an array of them'],
+    [{ ...modelAnswer, content: [{ type: 'text', text: 'a' }, 'b'] }, 'result.content must be a content block ({ type: string, … }) or an array of them'],
+    [{ ...modelAnswer, stopReason: 5 }, 'result.stopReason must be a string'],
     [{ ...modelAnswer, model: 1 }, 'result.model must be a string'],
   ]
   for (const [answer, message] of cases) {
     const { body } = await call(app, 'tools/call', { name: 'ask_model', requestState: first.body.result.requestState, inputResponses: { capital: answer } }, { capabilities: everything })
     t.same(body.error, { code: -32602, message: `inputResponses.capital: ${message}` })
   }
-  for (const answer of [{ roots: [{ name: 'no uri' }] }, 'file:///a']) {
+  for (const answer of [{ roots: [{ name: 'no uri' }] }, 'file:///a', { roots: [{ uri: 'file:///a', name: 5 }] }]) {
     const roots = await call(app, 'tools/call', { name: 'roots', inputResponses: { 'roots-1': answer } }, { capabilities: everything })
-    t.same(roots.body.error, { code: -32602, message: 'inputResponses.roots-1: result.roots must be an array of { uri }' })
+    t.same(roots.body.error, { code: -32602, message: 'inputResponses.roots-1: result.roots must be an array of { uri: string, name?: string }' })
   }
 })
 
