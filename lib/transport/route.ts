@@ -41,7 +41,7 @@ function toMcpError (error: unknown): McpError {
   const fastify = (typeof error === 'object' && error !== null ? error : {}) as Partial<FastifyError>
   const status = typeof fastify.statusCode === 'number' ? fastify.statusCode : 500
   if (fastify.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return parseError('Parse error: the body is empty')
-  if (fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (status === 400 && error instanceof SyntaxError)) return parseError()
+  if (fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return parseError()
   if (status === 413) return invalidRequest('The request body is larger than the server accepts', 413)
   if (status === 415) return invalidRequest('The request body must be application/json', 415)
   if (status >= 400 && status < 500) return invalidRequest(messageOf(error), status)

@@ -129,6 +129,16 @@ t.test('without protectedResource a 401 passes through untouched', async (t) => 
   t.notOk('www-authenticate' in response.headers)
 })
 
+t.test('an app hook\'s own 400 stands, as an invalid request carrying its message', async (t) => {
+  const app = Fastify()
+  app.addHook('onRequest', async () => { throw Object.assign(new Error('unknown tenant'), { statusCode: 400 }) })
+  await app.register(mocapi, { requestState: { keys: [KEY] } })
+  t.teardown(() => app.close())
+  const response = await app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json' }, payload: { jsonrpc: '2.0', id: 1, method: 'ping' } })
+  t.equal(response.statusCode, 400)
+  t.same(response.json(), { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'unknown tenant' } }, 'before the body is read, the id is not known')
+})
+
 t.test('protectedResource options are validated at registration', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     ['yes', /protectedResource must be an object/],
