@@ -62,6 +62,15 @@ async function served (t: Test, options: MocapiOptions = {}, logs?: ReturnType<t
   return { app, runs, url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp` }
 }
 
+/** Opens the session's GET stream and gives the server a moment to attach it. */
+async function getStream (url: string, session: Awaited<ReturnType<typeof openSession>>) {
+  const controller = new AbortController()
+  const stream = await fetch(url, { headers: { ...session.headers(), accept: 'text/event-stream' }, signal: controller.signal })
+  const reader = (stream.body as ReadableStream<Uint8Array>).getReader()
+  await sleep(20)
+  return { reader, controller }
+}
+
 t.test('a tool asks on its own stream, and replays with the answer', async (t) => {
   const { url, runs } = await served(t)
   const session = await openSession(url)
@@ -290,10 +299,7 @@ t.test('a GET stream\'s subscriptions are bounded, and subscribing twice or unsu
   const { app, url } = await served(t, { limits: { subscriptionUris: 1 } })
   app.mcp.resourceTemplate({ uriTemplate: 'test://many/{n}', name: 'many' }, (_uri, v) => v.n)
   const session = await openSession(url)
-  const controller = new AbortController()
-  const stream = await fetch(url, { headers: { ...session.headers(), accept: 'text/event-stream' }, signal: controller.signal })
-  const reader = (stream.body as ReadableStream<Uint8Array>).getReader()
-  await sleep(20)
+  const { reader, controller } = await getStream(url, session)
   await session.call('resources/unsubscribe', { uri: 'test://many/1' })
   await session.call('resources/subscribe', { uri: 'test://many/1' })
   await session.call('resources/subscribe', { uri: 'test://many/1' })
@@ -312,10 +318,7 @@ t.test('a subscribed URI is bounded by limits.uriLength, as a read URI is', asyn
   const { app, url } = await served(t, { limits: { uriLength: 100 } })
   app.mcp.resourceTemplate({ uriTemplate: 'test://x/{n}', name: 'x' }, (_uri, v) => v.n)
   const session = await openSession(url)
-  const controller = new AbortController()
-  const stream = await fetch(url, { headers: { ...session.headers(), accept: 'text/event-stream' }, signal: controller.signal })
-  const reader = (stream.body as ReadableStream<Uint8Array>).getReader()
-  await sleep(20)
+  const { reader, controller } = await getStream(url, session)
   const at = `test://x/${'a'.repeat(100 - 'test://x/'.length)}`
   t.equal(at.length, 100)
   for (const method of ['resources/subscribe', 'resources/unsubscribe']) {
