@@ -5,7 +5,7 @@ import { capabilities, discover, type Registered } from './features/discover.js'
 import type { Failures } from './features/failures.js'
 import { paginate } from './features/pagination.js'
 import type { Prompts } from './features/prompts.js'
-import type { Resources } from './features/resources.js'
+import { checkUriLength, type Resources } from './features/resources.js'
 import type { Subscriptions } from './features/subscriptions.js'
 import type { Tools } from './features/tools.js'
 import { McpError, internalError, invalidParams } from './errors.js'
@@ -136,8 +136,8 @@ export function legacyMethods (options: ResolvedOptions, features: Features, hub
       enabled: () => features.resources.size > 0,
       run: async (ctx) => {
         const uri = ctx.params.uri as string
-        // Bounded as resources/read and listen filters are: each URI is kept per open stream and sent to every node.
-        if (uri.length > options.limits.uriLength) throw invalidParams(`params.uri is longer than ${options.limits.uriLength} characters`)
+        // Bounded as resources/read is: each URI is kept per open stream and sent to every node.
+        checkUriLength(uri, options.limits.uriLength)
         const id = session(ctx)
         if (id !== undefined) hub.subscribe(id, uri, on)
         return {}

@@ -80,6 +80,11 @@ export interface ResourceSettings {
   maxUriLength: number
 }
 
+/** Refuses a request's URI past `limits.uriLength` (-32602): what a client names is bounded before it is matched or kept. */
+export function checkUriLength (uri: string, max: number): void {
+  if (uri.length > max) throw invalidParams(`params.uri is longer than ${max} characters`)
+}
+
 /** The resources and resource templates of one server. */
 export class Resources {
   readonly #resources = new Catalog<ResourceDefinition, Resource>()
@@ -220,7 +225,7 @@ export class Resources {
   /** Runs `resources/read`: a fixed resource first, then the first template that matches. */
   async read (ctx: McpContext): Promise<JsonObject | InputRequiredResult> {
     const uri = ctx.params.uri as string
-    if (uri.length > this.#settings.maxUriLength) throw invalidParams(`params.uri is longer than ${this.#settings.maxUriLength} characters`)
+    checkUriLength(uri, this.#settings.maxUriLength)
     const notFound = () => invalidParams('Resource not found', 200, { uri })
     const found = await this.resolve(uri, ctx)
     if (found === undefined) throw notFound()
