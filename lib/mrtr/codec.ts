@@ -54,6 +54,40 @@ export const MAX_CLOCK_SKEW_MS = 60_000
 /** The purpose byte of requestState tokens. Purpose 1 carried the payload as an object and is refused. */
 export const REQUEST_STATE_PURPOSE = 2
 
+/** How deep a value a token carries: JSON.stringify recurses, and far deeper nesting overflows the stack. */
+export const MAX_CARRIED_DEPTH = 1000
+
+/** A payload a token could not carry and give back the same; the message says why. */
+export class UncarriableError extends TypeError {
+  constructor (reason: string) {
+    super(reason)
+    this.name = 'UncarriableError'
+  }
+}
+
+/**
+ * Why a value cannot travel in a token and come back the same, or undefined when it can: a number
+ * JSON cannot write (`1e400` parses as Infinity, and would come back as null, binding the token to
+ * other arguments than it was made for), or nesting past {@link MAX_CARRIED_DEPTH}.
+ */
+function unwritable (value: unknown, depth: number): string | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `it holds a number JSON cannot write (${value})`
+  if (typeof value !== 'object' || value === null) return undefined
+  if (depth >= MAX_CARRIED_DEPTH) return `it is nested more than ${MAX_CARRIED_DEPTH} deep`
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const reason = unwritable(item, depth + 1)
+      if (reason !== undefined) return reason
+    }
+    return undefined
+  }
+  for (const key in value) {
+    const reason = unwritable((value as Record<string, unknown>)[key], depth + 1)
+    if (reason !== undefined) return reason
+  }
+  return undefined
+}
+
 /** The kind of a value that is neither a string nor null, for an error message. */
 function describe (value: unknown): string {
   return Array.isArray(value) ? 'array' : typeof value
@@ -83,7 +117,9 @@ export class RequestStateCodec {
 
   /**
    * Encrypts a payload under the first key; `issuedAt` defaults to now.
-   * Throws a TokenTooLongError if the token would exceed `maxTokenLength` (it could never be decoded).
+   * Throws an UncarriableError if the original params or an answer would not come back the same
+   * (see {@link unwritable}), and a TokenTooLongError if the token would exceed `maxTokenLength`
+   * (it could never be decoded).
    */
   encode (payload: Omit<RequestStatePayload, 'issuedAt'> & { issuedAt?: number }): string {
     const { principal, round } = payload
@@ -91,10 +127,14 @@ export class RequestStateCodec {
     if (principal !== null && typeof principal !== 'string') {
       throw new TypeError(`requestState principal must be a string or null (got ${describe(principal)})`)
     }
+    const unfit = unwritable(payload.originalParams, 0)
+    if (unfit !== undefined) throw new UncarriableError(unfit)
     const source = payload.ledger
     const ledger: unknown[] = new Array(source.length)
     for (let i = 0; i < source.length; i++) {
       const { k, f, r } = source[i]
+      const answerUnfit = unwritable(r, 1)
+      if (answerUnfit !== undefined) throw new UncarriableError(`an answer: ${answerUnfit}`)
       // As in an object, an undefined answer is no answer: the slot stays pending.
       ledger[i] = r === undefined ? [k, f] : [k, f, r]
     }

@@ -4,7 +4,7 @@ import { ErrorCode, InvalidRequestStateError, McpError, invalidParams, invalidRe
 import type { Exchange } from '../legacy/exchange.js'
 import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { PROTOCOL_VERSION } from '../protocol/wire.js'
-import type { LedgerEntry, RequestStateCodec } from './codec.js'
+import { UncarriableError, type LedgerEntry, type RequestStateCodec } from './codec.js'
 import { ReplayPass, type RoundBudget } from './pass.js'
 import type { TokenTooLongError } from './seal.js'
 
@@ -56,41 +56,6 @@ function sameParams (original: JsonObject, params: JsonObject): boolean {
     count++
   }
   return count === Object.keys(original).length
-}
-
-/** How deep a value a token carries: JSON.stringify recurses, and far deeper nesting overflows the stack. */
-export const MAX_CARRIED_DEPTH = 1000
-
-/**
- * Why a value cannot travel in a token and come back the same, or undefined when it can: a number
- * JSON cannot write (`1e400` parses as Infinity, and would come back as null, binding the token to
- * other arguments than it was made for), or nesting past {@link MAX_CARRIED_DEPTH}.
- */
-function unwritable (value: unknown, depth: number): string | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `it holds a number JSON cannot write (${value})`
-  if (typeof value !== 'object' || value === null) return undefined
-  if (depth >= MAX_CARRIED_DEPTH) return `it is nested more than ${MAX_CARRIED_DEPTH} deep`
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      const reason = unwritable(item, depth + 1)
-      if (reason !== undefined) return reason
-    }
-    return undefined
-  }
-  for (const key in value) {
-    const reason = unwritable((value as JsonObject)[key], depth + 1)
-    if (reason !== undefined) return reason
-  }
-  return undefined
-}
-
-/** Why one of the ledger's answers cannot travel in a token, or undefined. */
-function unwritableAnswer (ledger: readonly LedgerEntry[]): string | undefined {
-  for (const slot of ledger) {
-    const reason = 'r' in slot ? unwritable(slot.r, 1) : undefined
-    if (reason !== undefined) return `an answer: ${reason}`
-  }
-  return undefined
 }
 
 /** The refusal of an interactive round for a caller who is authenticated but has no principal to bind. */
@@ -209,14 +174,12 @@ export class ReplayEngine {
     if (round >= this.#maxRounds) {
       throw invalidParams(`${label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
     }
-    const originalParams = originalParamsOf(ctx.params)
-    const unfit = unwritable(originalParams, 0) ?? unwritableAnswer(outcome.ledger)
-    if (unfit !== undefined) throw invalidParams(`${label} cannot carry this request in a requestState token: ${unfit}`)
     let requestState
     try {
-      requestState = this.#codec.encode({ method: ctx.method, originalParams, ledger: outcome.ledger, principal: ctx.principal, round: round + 1 })
+      requestState = this.#codec.encode({ method: ctx.method, originalParams: originalParamsOf(ctx.params), ledger: outcome.ledger, principal: ctx.principal, round: round + 1 })
     } catch (error) {
-      // The principal is a string or null and every value was checked above: the token is too long.
+      if (error instanceof UncarriableError) throw invalidParams(`${label} cannot carry this request in a requestState token: ${error.message}`)
+      // The principal is a string or null, so the other way encoding fails is a token too long.
       const length = (error as TokenTooLongError).length
       throw invalidParams(`${label} asked for more input than a requestState token holds (${length} characters, requestState.maxTokenLength is ${this.#codec.maxTokenLength})`)
     }

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { requestedSchema } from '../../lib/index.js'
 import { build, call, meta, rpc } from '../helpers.js'
-import { MAX_CARRIED_DEPTH } from '../../lib/mrtr/engine.js'
+import { MAX_CARRIED_DEPTH } from '../../lib/mrtr/codec.js'
 
 t.test('a handler that asks once per client-supplied item stops at what a token can hold, in linear time', async (t) => {
   const app = await build(t, {}, (app) => {
