@@ -5,7 +5,8 @@
 import { RequestStateCodec } from '../lib/mrtr/codec.js'
 import type { RequestStatePayload } from '../lib/mrtr/codec.js'
 import { originalParamsOf } from '../lib/mrtr/engine.js'
-import { digest, fingerprint } from '../lib/mrtr/fingerprint.js'
+import { digest } from '../lib/digest.js'
+import { fingerprint } from '../lib/mrtr/fingerprint.js'
 import { ephemeralKey } from '../lib/mrtr/keys.js'
 import { KeyRing } from '../lib/mrtr/seal.js'
 

@@ -2,7 +2,8 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type ElicitAnswer, type FormAnswers, type ResponseCheck } from './elicitation/answers.js'
 import { schemaDigest, schemaJson, type RequestedSchemaBuilder } from './elicitation/schema.js'
 import { InvalidArgumentError } from './errors.js'
-import { digest, type Question } from './mrtr/fingerprint.js'
+import { digest } from './digest.js'
+import type { Question } from './mrtr/fingerprint.js'
 import {
   LOGGING_LEVELS, isPlainObject,
   type ClientCapabilities, type Implementation, type InputRequest, type JsonObject, type LoggingLevel, type RequestId, type RequestMeta,

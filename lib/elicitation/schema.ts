@@ -1,5 +1,5 @@
 import { InvalidRequestedSchemaError } from '../errors.js'
-import { digest } from '../mrtr/fingerprint.js'
+import { digest } from '../digest.js'
 import { deepFreeze } from '../protocol/wire.js'
 
 /**

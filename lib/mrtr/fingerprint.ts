@@ -1,11 +1,9 @@
 /**
  * Fingerprints of input requests, kept in the ledger so a replay can tell that a handler asked
- * something else at an ordinal already answered. A question's text may hold data a third party
- * can edit between rounds (an amount to confirm), so the digest is cryptographic: SHA-256, cut to
- * 128 bits, of the request's shape and of its text, kept apart so a mismatch can say which one
- * differed.
+ * something else at an ordinal already answered: the digests of the request's shape and of its
+ * text, kept apart so a mismatch can say which one differed.
  */
-import { hash } from 'node:crypto'
+import { DIGEST_LENGTH, digest } from '../digest.js'
 import type { InputRequest } from '../protocol/wire.js'
 
 /** The kinds of input request, each with the character that starts its fingerprints. */
@@ -28,23 +26,6 @@ export interface Question {
   readonly size: number
   build (): InputRequest
 }
-
-const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
-
-// For each base64url character, the one standing for its top 2 bits alone: the 22nd character of
-// a 16-byte encoding carries the last 2 bits of those bytes and 4 bits of padding.
-const TOP_TWO_BITS: string[] = []
-for (let value = 0; value < 64; value++) TOP_TWO_BITS[BASE64URL.charCodeAt(value)] = BASE64URL[value & 0b110000]
-
-/** The first 128 bits of SHA-256 over a domain and a text, as the 22 base64url characters that encode those 16 bytes. */
-export function digest (domain: string, text: string): string {
-  // The one-shot hash with text output: a digest returned as a Buffer costs five times as much,
-  // most of it in making the Buffer. 21 characters carry 126 bits; the 22nd keeps its top 2 bits.
-  const full = hash('sha256', `${domain}\0${text}`, 'base64url')
-  return full.slice(0, 21) + TOP_TWO_BITS[full.charCodeAt(21)]
-}
-
-const DIGEST_LENGTH = 22
 
 /** The fingerprint of a question: its kind's mark, its shape's digest, its text's digest. */
 export function fingerprint (question: Question): string {
