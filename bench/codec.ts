@@ -4,8 +4,9 @@
  */
 import { RequestStateCodec } from '../lib/mrtr/codec.js'
 import type { RequestStatePayload } from '../lib/mrtr/codec.js'
-import { originalParamsOf } from '../lib/mrtr/engine.js'
-import { digest } from '../lib/digest.js'
+import { originalParamsOf } from '../lib/mrtr/token-delivery.js'
+import { FormQuestion } from '../lib/elicitation/questions.js'
+import { requestedSchema } from '../lib/elicitation/schema.js'
 import { fingerprint } from '../lib/mrtr/fingerprint.js'
 import { ephemeralKey } from '../lib/mrtr/keys.js'
 import { KeyRing } from '../lib/mrtr/seal.js'
@@ -31,7 +32,7 @@ const payload: RequestStatePayload = {
   originalParams: originalParamsOf(params),
   ledger: answers.map(({ key, question, r }) => ({
     k: key,
-    f: fingerprint({ kind: 'elicit', shape: digest('elicit', `{"schema":"${key}"}`), text: question, size: 0, build: () => ({ method: 'elicitation/create', params: {} }) }),
+    f: fingerprint(new FormQuestion(question, requestedSchema().string(key))),
     r,
   })),
   issuedAt: Date.now(),

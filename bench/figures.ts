@@ -14,8 +14,9 @@ import { connect, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { requestedSchema } from '../lib/index.js'
-import { McpContext } from '../lib/context.js'
-import { schemaDigest, schemaJson } from '../lib/elicitation/schema.js'
+import { CallState, McpContext } from '../lib/context.js'
+import { FormQuestion } from '../lib/elicitation/questions.js'
+import { schemaJson } from '../lib/elicitation/schema.js'
 import { UriTemplate } from '../lib/features/uri-template.js'
 import { digest } from '../lib/digest.js'
 import { fingerprint } from '../lib/mrtr/fingerprint.js'
@@ -145,9 +146,9 @@ function fingerprintCost (): void {
   // first is made once per builder (an identical inline call returns the same builder), the second on every ask.
   const schema = requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])
   const json = schemaJson(schema)
-  const question = (shape: string) => ({ kind: 'elicit' as const, shape, text: 'Book a flight to Lisbon?', size: 0, build: () => ({ method: 'elicitation/create' as const, params: {} }) })
-  const both = time(() => { fingerprint(question(digest('elicit', json))) }, 20_000)
-  const reused = time(() => { fingerprint(question(schemaDigest(requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])))) }, 20_000)
+  const text = 'Book a flight to Lisbon?'
+  const both = time(() => { digest('elicit', json); fingerprint(new FormQuestion(text, schema)) }, 20_000)
+  const reused = time(() => { fingerprint(new FormQuestion(text, schema)) }, 20_000)
   console.log(`fingerprinting one question (SHA-256 of the schema's JSON text and of the message): ${both.toFixed(2)} µs; ` +
     `with the schema's digest already made (its builder reused, as the flow's inline schema is): ${reused.toFixed(2)} µs, ` +
     `so a one-question flow, which asks twice, spends ${(2 * reused).toFixed(2)} to ${(2 * both).toFixed(2)} µs on fingerprints`)
@@ -166,7 +167,8 @@ async function tracingCost (): Promise<void> {
   await app.inject({ method: 'POST', url: '/', payload: {} })
   const stream = { signal: new AbortController().signal, notify: () => true }
   const ctx = new McpContext(request as never, { id: 1, method: 'tools/call', params: { name: 'add', arguments: {} } },
-    { protocolVersion: '2026-07-28', capabilities: {}, info: undefined, logLevel: undefined }, { value: null, state: 'anonymous' }, stream as never)
+    new CallState({ protocolVersion: '2026-07-28', capabilities: {}, info: undefined, logLevel: undefined }, { value: null, state: 'anonymous' },
+      stream as never, undefined as never))
   const reply = { elapsedTime: 1 }
   const us = time(() => { observer.begin(request as never, ctx).ended({ outcome: 'complete' }, reply as never) }, 100_000)
   console.log(`the OpenTelemetry observer with no SDK registered: ${us.toFixed(2)} µs per call (a call begun and ended: with nothing registered it makes no span)`)

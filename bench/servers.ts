@@ -12,13 +12,14 @@ import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
 import { createHash } from 'node:crypto'
 import { RequestStateCodec } from '../lib/mrtr/codec.js'
+import { FormQuestion } from '../lib/elicitation/questions.js'
 import { fingerprint } from '../lib/mrtr/fingerprint.js'
 import { parseKeys } from '../lib/mrtr/keys.js'
 import { KeyRing } from '../lib/mrtr/seal.js'
 
 // The same key on every run, so tokens made by one server process open in another.
 export const KEY = createHash('sha256').update('mocapi bench key').digest('base64')
-const bookQuestion = { kind: 'elicit' as const, shape: 'x'.repeat(22), text: 'Book a flight?', size: 0, build: () => ({ method: 'elicitation/create' as const, params: {} }) }
+const bookQuestion = new FormQuestion('Book a flight to Lisbon?', requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))
 const [kind, portText] = process.argv.slice(2)
 
 const app = Fastify({ logger: false })

@@ -1,13 +1,16 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
-import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type ElicitAnswer, type FormAnswers, type ResponseCheck } from './elicitation/answers.js'
-import { schemaDigest, schemaJson, type RequestedSchemaBuilder } from './elicitation/schema.js'
+import type { ElicitAnswer } from './elicitation/answers.js'
+import { FormQuestion, ROOTS_QUESTION, SamplingQuestion, UrlQuestion, type Question } from './elicitation/questions.js'
+import type { RequestedSchemaBuilder } from './elicitation/schema.js'
 import { InvalidArgumentError } from './errors.js'
-import { digest } from './digest.js'
-import type { Question } from './mrtr/fingerprint.js'
+import type { Delivery } from './mrtr/engine.js'
 import {
   LOGGING_LEVELS, isPlainObject,
-  type ClientCapabilities, type Implementation, type InputRequest, type JsonObject, type LoggingLevel, type RequestId, type RequestMeta,
+  type ClientCapabilities, type CreateMessageParams, type CreateMessageResult, type Implementation, type JsonObject,
+  type LoggingLevel, type RequestId, type RequestMeta, type Root,
 } from './protocol/wire.js'
+
+export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './protocol/wire.js'
 
 /** Where a context sends notifications: the request's reply stream. */
 export interface NotificationStream {
@@ -36,86 +39,29 @@ export interface ClientState {
  */
 export type PrincipalState = 'anonymous' | 'bound' | 'unbound'
 
-/** Where input requests go: the pass the handler runs in, and the checks of form answers. */
+/** A caller: the principal bound into tokens and sessions, and what kind of caller it is. */
+export interface Principal {
+  value: string | null
+  state: PrincipalState
+}
+
+/** Where a handler's input requests go: the pass it runs in. */
 export interface AskTarget {
-  ask (question: Question, key: string | undefined, prefix: string, accept: ResponseCheck, missing: Record<string, unknown> | undefined): Promise<unknown>
-  readonly forms: FormAnswers
+  /** The stored answer to `question` when the ledger has it, else a yield; `key` defaults to `<prefix>-<ordinal>`. */
+  ask (question: Question, key: string | undefined, capabilities: ClientCapabilities): Promise<unknown>
   /** Aborted when the pass is over. */
   readonly signal: AbortSignal
 }
 
-const ROOTS_SHAPE = digest('roots', '')
-
-/** A message of a sampling request or result. */
-export interface SamplingMessage {
-  role: 'user' | 'assistant'
-  content: JsonObject | JsonObject[]
-  _meta?: JsonObject
-}
-
-/** The params of `sampling/createMessage`. */
-export interface CreateMessageParams {
-  messages: SamplingMessage[]
-  /** An integer. */
-  maxTokens: number
-  systemPrompt?: string
-  modelPreferences?: JsonObject
-  includeContext?: 'none' | 'thisServer' | 'allServers'
-  temperature?: number
-  stopSequences?: string[]
-  metadata?: JsonObject
-  tools?: JsonObject[]
-  toolChoice?: JsonObject
-  [key: string]: unknown
-}
-
-/** What the client's model answered. */
-export interface CreateMessageResult {
-  role: 'user' | 'assistant'
-  content: JsonObject | JsonObject[]
-  model: string
-  stopReason?: string
-  [key: string]: unknown
-}
-
-/** One root the client exposes. */
-export interface Root {
-  uri: string
-  name?: string
-  [key: string]: unknown
-}
-
-/** Options of `ctx.elicit` and `ctx.elicitUrl`. */
+/** Options of `ctx.elicit`, `ctx.elicitUrl`, `ctx.sample` and `ctx.listRoots`. */
 export interface ElicitOptions {
   /** A stable key for this input request in `inputRequests`, unique within the request. Default `elicit-<ordinal>`. */
   key?: string
 }
 
-function samplingMissing (caps: ClientCapabilities, params: CreateMessageParams): Record<string, unknown> | undefined {
-  const sampling = caps.sampling
-  if (!isPlainObject(sampling)) return { sampling: {} }
-  if ((params.tools !== undefined || params.toolChoice !== undefined) && !isPlainObject(sampling.tools)) return { sampling: { tools: {} } }
-  if (params.includeContext !== undefined && params.includeContext !== 'none' && !isPlainObject(sampling.context)) return { sampling: { context: {} } }
-  return undefined
-}
-
-function formMissing (caps: ClientCapabilities): Record<string, unknown> | undefined {
-  const elicitation = caps.elicitation
-  if (!isPlainObject(elicitation)) return { elicitation: {} }
-  if (elicitation.form === undefined && elicitation.url !== undefined) return { elicitation: { form: {} } }
-  return undefined
-}
-
-function urlMissing (caps: ClientCapabilities): Record<string, unknown> | undefined {
-  const elicitation = caps.elicitation
-  return isPlainObject(elicitation) && isPlainObject(elicitation.url) ? undefined : { elicitation: { url: {} } }
-}
-
 /**
  * A signal aborted when either of two is, with the reason of the first. Not `AbortSignal.any`:
- * on Node 20 a signal it makes is kept for good once it has a listener (nodejs/node#54614), so a
- * handler that listened on `ctx.signal` leaked on every call. Here the listeners sit on the two
- * sources, which belong to the request, and leave them once one aborts.
+ * on Node 20 a signal it makes is kept for good once it has a listener (nodejs/node#54614).
  */
 function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
   const controller = new AbortController()
@@ -133,11 +79,49 @@ function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
   return controller.signal
 }
 
-let bind: (ctx: McpContext, target: AskTarget | undefined, round: number) => void
-let stateOf: (ctx: McpContext) => PrincipalState
-let streamOfContext: (ctx: McpContext) => NotificationStream
-let roundOfContext: (ctx: McpContext) => number
-let clientOfContext: (ctx: McpContext) => ClientState
+/** @internal The key of a context's {@link CallState}, for mocapi's own modules. */
+export const kCallState: unique symbol = Symbol('mocapi.callState')
+
+/**
+ * @internal What mocapi keeps of a request beyond the context's public fields: who is calling
+ * and what its client declared, where its notifications go, how its rounds reach the client,
+ * and the pass its handler runs in.
+ */
+export class CallState {
+  readonly client: ClientState
+  readonly principal: Principal
+  readonly stream: NotificationStream
+  readonly delivery: Delivery
+  /** The pass the handler runs in; undefined outside an interactive handler. */
+  target: AskTarget | undefined
+  /** Which round of its call the request is: 1 for a first call, 0 for a method that takes no rounds. */
+  round = 0
+  /** The context's signal in this pass, once read. */
+  signal: AbortSignal | undefined
+  /** The last progress the handler reported in this pass. */
+  lastProgress = -Infinity
+  /** The last progress sent: a 2025-era call replays on one stream, and its client must hear progress increase. */
+  sentProgress = -Infinity
+  /** Calls of `log()` in this pass, and the most any pass of the call made: a replayed pass's calls are not sent again. */
+  passLogs = 0
+  madeLogs = 0
+
+  constructor (client: ClientState, principal: Principal, stream: NotificationStream, delivery: Delivery) {
+    this.client = client
+    this.principal = principal
+    this.stream = stream
+    this.delivery = delivery
+  }
+
+  /** Binds the context to the `round`-th pass of its handler. */
+  enter (target: AskTarget, round: number): void {
+    this.target = target
+    this.round = round
+    this.signal = undefined
+    this.lastProgress = -Infinity
+    this.passLogs = 0
+  }
+}
 
 /**
  * The per-request MCP context: `request.mcp`, and the `ctx` every handler receives.
@@ -156,45 +140,17 @@ export class McpContext {
   readonly params: JsonObject
   /** The authenticated caller bound into requestState tokens, or `null`. */
   readonly principal: string | null
-  readonly #client: ClientState
-  readonly #principalState: PrincipalState
-  readonly #stream: NotificationStream
-  #target: AskTarget | undefined
-  #round = 0
-  #signal: AbortSignal | undefined
-  /** The last progress the handler reported in this pass. */
-  #lastProgress = -Infinity
-  /** The last progress sent: a 2025-era call replays on one stream, and its client must hear progress increase. */
-  #sentProgress = -Infinity
-  /** Calls of `log()` in this pass, and the most any pass of the call made: a replayed pass's calls are not sent again. */
-  #passLogs = 0
-  #madeLogs = 0
-
-  static {
-    bind = (ctx, target, round) => {
-      ctx.#target = target
-      ctx.#round = round
-      ctx.#signal = undefined
-      ctx.#lastProgress = -Infinity
-      ctx.#passLogs = 0
-    }
-    stateOf = (ctx) => ctx.#principalState
-    streamOfContext = (ctx) => ctx.#stream
-    roundOfContext = (ctx) => ctx.#round
-    clientOfContext = (ctx) => ctx.#client
-  }
+  /** @internal */
+  readonly [kCallState]: CallState
 
   /** @internal made by mocapi's transport for each request */
-  constructor (request: FastifyRequest, message: { id: RequestId, method: string, params: JsonObject },
-    client: ClientState, principal: { value: string | null, state: PrincipalState }, stream: NotificationStream) {
+  constructor (request: FastifyRequest, message: { id: RequestId, method: string, params: JsonObject }, state: CallState) {
     this.request = request
     this.id = message.id
     this.method = message.method
     this.params = message.params
-    this.principal = principal.value
-    this.#principalState = principal.state
-    this.#client = client
-    this.#stream = stream
+    this.principal = state.principal.value
+    this[kCallState] = state
   }
 
   /** The request's `_meta`. */
@@ -204,17 +160,17 @@ export class McpContext {
 
   /** The protocol version the request was made with. */
   get protocolVersion (): string {
-    return this.#client.protocolVersion
+    return this[kCallState].client.protocolVersion
   }
 
   /** The capabilities the client declared: on this request (2026-07-28), or when its session began (2025). */
   get clientCapabilities (): ClientCapabilities {
-    return this.#client.capabilities
+    return this[kCallState].client.capabilities
   }
 
   /** The client's name and version, when it sent them. */
   get clientInfo (): Implementation | undefined {
-    return this.#client.info
+    return this[kCallState].client.info
   }
 
   /**
@@ -223,10 +179,10 @@ export class McpContext {
    * round was answered `input_required` (work the handler left running should stop then).
    */
   get signal (): AbortSignal {
-    const target = this.#target
-    if (target === undefined) return this.#stream.signal
-    this.#signal ??= eitherAborts(this.#stream.signal, target.signal)
-    return this.#signal
+    const state = this[kCallState]
+    if (state.target === undefined) return state.stream.signal
+    state.signal ??= eitherAborts(state.stream.signal, state.target.signal)
+    return state.signal
   }
 
   /** The request's pino logger. Answers, tokens and keys are never logged above debug. */
@@ -250,17 +206,7 @@ export class McpContext {
    */
   elicit<T extends object> (message: string, schema: RequestedSchemaBuilder<T>, options: ElicitOptions = {}): Promise<ElicitAnswer<T>> {
     if (typeof message !== 'string') return Promise.reject(new InvalidArgumentError(`ctx.elicit() needs a message string, got ${typeof message}`))
-    const target = this.#target
-    if (target === undefined) return this.#outsideHandler()
-    // The schema's digest stands for the schema: the rendered object is only needed when sent.
-    const question: Question = {
-      kind: 'elicit',
-      shape: schemaDigest(schema),
-      text: message,
-      size: message.length + schemaJson(schema).length,
-      build: () => ({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: schema.schema as unknown as JsonObject } }),
-    }
-    return target.ask(question, options.key, 'elicit', target.forms.check(schema), formMissing(this.clientCapabilities)) as Promise<ElicitAnswer<T>>
+    return this.#ask(new FormQuestion(message, schema), options) as Promise<ElicitAnswer<T>>
   }
 
   /**
@@ -272,9 +218,7 @@ export class McpContext {
     if (typeof message !== 'string' || typeof url !== 'string') {
       return Promise.reject(new InvalidArgumentError(`ctx.elicitUrl() needs a message string and a url string, got ${typeof message} and ${typeof url}`))
     }
-    const request: InputRequest = { method: 'elicitation/create', params: { mode: 'url', message, url } }
-    return this.#ask({ kind: 'elicitUrl', shape: digest('elicitUrl', url), text: message, size: message.length + url.length, build: () => request },
-      options.key, 'elicit', checkUrlAnswer, urlMissing(this.clientCapabilities)) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
+    return this.#ask(new UrlQuestion(message, url), options) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
   }
 
   /**
@@ -288,10 +232,7 @@ export class McpContext {
     if (!isPlainObject(params) || !Array.isArray(params.messages) || !Number.isSafeInteger(params.maxTokens) || params.maxTokens <= 0) {
       return Promise.reject(new InvalidArgumentError('ctx.sample() needs { messages: [...], maxTokens: positive integer }'))
     }
-    const request: InputRequest = { method: 'sampling/createMessage', params: params as JsonObject }
-    const json = JSON.stringify(params)
-    return this.#ask({ kind: 'sample', shape: digest('sample', json), text: '', size: json.length, build: () => request },
-      options.key, 'sample', checkSamplingAnswer, samplingMissing(this.clientCapabilities, params)) as Promise<CreateMessageResult>
+    return this.#ask(new SamplingQuestion(params as JsonObject), options) as Promise<CreateMessageResult>
   }
 
   /**
@@ -302,19 +243,16 @@ export class McpContext {
    * least 2027-07-28.
    */
   listRoots (options: ElicitOptions = {}): Promise<Root[]> {
-    const request: InputRequest = { method: 'roots/list', params: {} }
-    return this.#ask({ kind: 'roots', shape: ROOTS_SHAPE, text: '', size: 0, build: () => request }, options.key, 'roots', checkRootsAnswer,
-      isPlainObject(this.clientCapabilities.roots) ? undefined : { roots: {} }) as Promise<Root[]>
+    return this.#ask(ROOTS_QUESTION, options) as Promise<Root[]>
   }
 
-  #ask (question: Question, key: string | undefined, prefix: string, accept: ResponseCheck, missing: Record<string, unknown> | undefined): Promise<unknown> {
-    const target = this.#target
-    if (target === undefined) return this.#outsideHandler()
-    return target.ask(question, key, prefix, accept, missing)
-  }
-
-  #outsideHandler (): Promise<never> {
-    return Promise.reject(new Error(`input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, prompts/get and resources/read handlers, not in ${this.method}`))
+  #ask (question: Question, options: ElicitOptions): Promise<unknown> {
+    const target = this[kCallState].target
+    if (target === undefined) {
+      return Promise.reject(new Error('input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, ' +
+        `prompts/get and resources/read handlers, not in ${this.method}`))
+    }
+    return target.ask(question, options.key, this.clientCapabilities)
   }
 
   /**
@@ -324,17 +262,18 @@ export class McpContext {
    * which is not sent twice.
    */
   progress (progress: number, total?: number, message?: string): void {
+    const state = this[kCallState]
     const progressToken = this.meta.progressToken
-    if (typeof progress !== 'number' || !(progress > this.#lastProgress)) {
-      throw new InvalidArgumentError(`progress must be a number greater than the last one reported (${this.#lastProgress}), got ${progress}`)
+    if (typeof progress !== 'number' || !(progress > state.lastProgress)) {
+      throw new InvalidArgumentError(`progress must be a number greater than the last one reported (${state.lastProgress}), got ${progress}`)
     }
-    this.#lastProgress = progress
-    if (progressToken === undefined || progress <= this.#sentProgress) return
-    this.#sentProgress = progress
+    state.lastProgress = progress
+    if (progressToken === undefined || progress <= state.sentProgress) return
+    state.sentProgress = progress
     const params: JsonObject = { progressToken, progress }
     if (total !== undefined) params.total = total
     if (message !== undefined) params.message = message
-    this.#stream.notify({ jsonrpc: '2.0', method: 'notifications/progress', params })
+    state.stream.notify({ jsonrpc: '2.0', method: 'notifications/progress', params })
   }
 
   /**
@@ -348,40 +287,16 @@ export class McpContext {
    * stream carries every message of its pass.
    */
   log (level: LoggingLevel, data: unknown, logger?: string): void {
+    const state = this[kCallState]
     const rank = LOGGING_LEVELS.indexOf(level)
     if (rank === -1) throw new InvalidArgumentError(`level must be one of ${LOGGING_LEVELS.join(', ')}, got ${String(level)}`)
     // Counted before the level check: a level changed between passes must not shift which calls are replays.
-    if (++this.#passLogs <= this.#madeLogs) return
-    this.#madeLogs = this.#passLogs
-    const wanted = this.#client.logLevel
+    if (++state.passLogs <= state.madeLogs) return
+    state.madeLogs = state.passLogs
+    const wanted = state.client.logLevel
     if (wanted === undefined || rank < LOGGING_LEVELS.indexOf(wanted)) return
     const params: JsonObject = { level, data }
     if (logger !== undefined) params.logger = logger
-    this.#stream.notify({ jsonrpc: '2.0', method: 'notifications/message', params })
+    state.stream.notify({ jsonrpc: '2.0', method: 'notifications/message', params })
   }
-}
-
-/** Binds a context's input requests to the pass its handler runs in, the `round`-th of its call (the replay engine's side of the context). */
-export function bindAsker (ctx: McpContext, target: AskTarget | undefined, round: number): void {
-  bind(ctx, target, round)
-}
-
-/** Which round of its call the context's request is: 1 for a first call, 0 for a method that takes no rounds. */
-export function roundOf (ctx: McpContext): number {
-  return roundOfContext(ctx)
-}
-
-/** Whether the caller is anonymous, bound to a principal, or authenticated without one. */
-export function principalState (ctx: McpContext): PrincipalState {
-  return stateOf(ctx)
-}
-
-/** The reply stream of a context's request, for the methods that stream (subscriptions). */
-export function streamOf (ctx: McpContext): NotificationStream {
-  return streamOfContext(ctx)
-}
-
-/** What the client of a context told the server about itself (its session, for a 2025-era client). */
-export function clientOf (ctx: McpContext): ClientState {
-  return clientOfContext(ctx)
 }

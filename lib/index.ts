@@ -16,6 +16,7 @@ import { SessionCodec } from './legacy/session.js'
 import { legacyMethods, modernMethods } from './methods.js'
 import { RequestStateCodec } from './mrtr/codec.js'
 import { ReplayEngine } from './mrtr/engine.js'
+import { TokenDelivery } from './mrtr/token-delivery.js'
 import { ephemeralKey, keysFromEnv, parseKeys } from './mrtr/keys.js'
 import { KeyRing } from './mrtr/seal.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
@@ -23,6 +24,7 @@ import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
 import { callLog, observers } from './transport/calls.js'
 import { LegacyTransport } from './transport/legacy.js'
+import { ModernTransport } from './transport/modern.js'
 import { mcpRoutes } from './transport/route.js'
 import { callTracing } from './transport/tracing.js'
 
@@ -56,7 +58,8 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
   const exchange = new Exchange(bus, fastify.log, options.answerTimeout)
-  const engine = new ReplayEngine(codec, options.maxRounds, new FormAnswers(compiler), exchange, options.bodyLimit)
+  // One round's new ledger slots can never pass the bytes a token of maxTokenLength characters carries.
+  const engine = new ReplayEngine(options.maxRounds, new FormAnswers(compiler), { ledger: Math.floor(options.maxTokenLength * 3 / 4), size: options.bodyLimit })
   const failures = new Failures(options.exposeErrors)
   const tools = new Tools(engine, compiler, failures)
   const prompts = new Prompts(engine, compiler, failures)
@@ -95,20 +98,46 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     protectedResource = new ProtectedResource(options.protectedResource, options.path, options.allowedHosts)
     protectedResource.register(fastify)
   }
-  const legacy = {
-    dispatcher: legacyMethods(options, features, hub),
-    transport: new LegacyTransport({ options, sessions: new SessionCodec(ring, options.sessionTtl), hub, exchange, subscriptions }),
-  }
+  const lifecycleParts = { lifecycle, limits: { maxBufferedBytes: options.limits.streamBufferBytes }, principal: options.principal }
+  const modern = new ModernTransport({
+    ...lifecycleParts,
+    dispatcher: modernMethods(options, features),
+    delivery: new TokenDelivery(codec),
+    serverInfo: options.serverInfo,
+    supportedVersions: options.supportedVersions,
+  })
+  const legacy = options.legacy
+    ? new LegacyTransport({
+      ...lifecycleParts,
+      dispatcher: legacyMethods(options, features, hub),
+      sessions: new SessionCodec(ring, options.sessionTtl),
+      hub,
+      exchange,
+      subscriptions,
+    })
+    : undefined
   const tracing = options.tracing ? await callTracing(fastify.log) : undefined
   const observer = tracing === undefined ? callLog : observers([callLog, tracing])
-  await fastify.register(mcpRoutes({ options, observer, modern: modernMethods(options, features), legacy, lifecycle, protectedResource }))
+  await fastify.register(mcpRoutes, {
+    path: options.path,
+    bodyLimit: options.bodyLimit,
+    allowedOrigins: options.allowedOrigins,
+    allowedHosts: options.allowedHosts,
+    supportedVersions: options.supportedVersions,
+    observer,
+    modern,
+    legacy,
+    lifecycle,
+    protectedResource,
+  })
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */
 export const mocapiPlugin = fp(mocapi, { fastify: '5.x', name: 'mocapi' })
 export default mocapiPlugin
 
-export type { McpContext, ElicitOptions, CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './context.js'
+export type { McpContext, ElicitOptions } from './context.js'
+export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './protocol/wire.js'
 export type { Completer, CompletionContext, CompletionSource } from './features/completions.js'
 export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, GetPromptResult } from './features/prompts.js'
 export type {

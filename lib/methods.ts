@@ -1,5 +1,5 @@
 /** The method tables mocapi serves, over the features of one registration. */
-import { clientOf, type McpContext } from './context.js'
+import { kCallState, type McpContext } from './context.js'
 import { complete } from './features/completions.js'
 import { capabilities, discover, type Registered } from './features/discover.js'
 import type { Failures } from './features/failures.js'
@@ -110,7 +110,7 @@ export function modernMethods (options: ResolvedOptions, features: Features): Di
 export function legacyMethods (options: ResolvedOptions, features: Features, hub: SessionHub): Dispatcher {
   const dispatcher = new Dispatcher()
   const counts = registered(features)
-  const session = (ctx: McpContext) => clientOf(ctx).session
+  const session = (ctx: McpContext) => ctx[kCallState].client.session
   dispatcher.define('initialize', {
     params: { protocolVersion: 'string', capabilities: 'object', clientInfo: 'object' },
     run: async (ctx) => {

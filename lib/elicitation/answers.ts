@@ -9,8 +9,8 @@ import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import type { PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder } from './schema.js'
 import { schemaFields, schemaJson } from './schema.js'
 
-/** Checks and normalises one answer from `inputResponses`: the value the handler gets, or why it was refused. */
-export type ResponseCheck = (value: unknown) => { ok: true, value: unknown } | { ok: false, message: string }
+/** One answer from `inputResponses` once checked: the value the handler gets, or why it was refused. */
+export type Checked = { ok: true, value: unknown } | { ok: false, message: string }
 
 /** An elicitation result once checked: content only comes with `accept`. */
 export type ElicitAnswer<T = Record<string, unknown>> =
@@ -29,14 +29,14 @@ const NOT_AN_OBJECT = { ok: false, message: 'result must be an object' } as cons
 const BAD_ACTION = { ok: false, message: 'result.action must be one of accept, decline, cancel' } as const
 
 /** A URL-mode answer: only the action counts. */
-export function checkUrlAnswer (value: unknown): ReturnType<ResponseCheck> {
+export function checkUrlAnswer (value: unknown): Checked {
   if (!isPlainObject(value)) return NOT_AN_OBJECT
   const action = actionOf(value)
   return action === undefined ? BAD_ACTION : { ok: true, value: { action } }
 }
 
 /** A sampling answer: a `CreateMessageResult`. */
-export function checkSamplingAnswer (value: unknown): ReturnType<ResponseCheck> {
+export function checkSamplingAnswer (value: unknown): Checked {
   if (!isPlainObject(value)) return NOT_AN_OBJECT
   if (value.role !== 'user' && value.role !== 'assistant') return { ok: false, message: 'result.role must be user or assistant' }
   const content = value.content
@@ -53,7 +53,7 @@ function isBlock (value: unknown): boolean {
 }
 
 /** A roots answer: `{ roots: [{ uri, name? }] }`; the handler gets the roots. */
-export function checkRootsAnswer (value: unknown): ReturnType<ResponseCheck> {
+export function checkRootsAnswer (value: unknown): Checked {
   const roots = isPlainObject(value) ? value.roots : undefined
   if (!Array.isArray(roots) || !roots.every((root) => isPlainObject(root) && typeof root.uri === 'string' && (root.name === undefined || typeof root.name === 'string'))) {
     return { ok: false, message: 'result.roots must be an array of { uri: string, name?: string }' }
@@ -99,12 +99,8 @@ export class FormAnswers {
     this.#compiler = compiler
   }
 
-  /** The check of answers to a builder's schema; the schema is only rendered when an answer comes. */
-  check (builder: RequestedSchemaBuilder<object>): ResponseCheck {
-    return (value) => this.#check(builder, value)
-  }
-
-  #check (builder: RequestedSchemaBuilder<object>, value: unknown): ReturnType<ResponseCheck> {
+  /** Checks an answer to a builder's schema; the schema is only rendered when its validator is not compiled yet. */
+  check (builder: RequestedSchemaBuilder<object>, value: unknown): Checked {
     if (!isPlainObject(value)) return NOT_AN_OBJECT
     const action = actionOf(value)
     if (action === undefined) return BAD_ACTION

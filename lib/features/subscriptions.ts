@@ -1,4 +1,4 @@
-import { streamOf, type McpContext, type NotificationStream } from '../context.js'
+import { kCallState, type McpContext, type NotificationStream } from '../context.js'
 import { invalidParams, invalidRequest } from '../errors.js'
 import { META_SUBSCRIPTION_ID, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
 
@@ -234,7 +234,7 @@ export class Subscriptions {
    * ended; throws (a 429 or a 503) when the limits refuse it.
    */
   stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string> }, format: (event: ChangeEvent) => object,
-    stream: NotificationStream = streamOf(ctx)): { listener: Listener, ended: Promise<void> } {
+    stream: NotificationStream = ctx[kCallState].stream): { listener: Listener, ended: Promise<void> } {
     let settle!: () => void
     const ended = new Promise<void>((resolve) => { settle = resolve })
     const listener: Listener = {
@@ -262,7 +262,7 @@ export class Subscriptions {
     const { ended } = this.stream(ctx, filter, (event) => event.kind === 'resource'
       ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri, _meta: meta } }
       : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind], params: { _meta: meta } })
-    streamOf(ctx).notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ctx.params.notifications, _meta: meta } })
+    ctx[kCallState].stream.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ctx.params.notifications, _meta: meta } })
     await ended
     return { _meta: meta }
   }

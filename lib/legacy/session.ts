@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import type { ClientCapabilities, Implementation } from '../protocol/wire.js'
 import { deepFreeze, isPlainObject } from '../protocol/wire.js'
-import type { Principal } from '../transport/principal.js'
+import type { Principal } from '../context.js'
 import { Sealer, type KeyRing } from '../mrtr/seal.js'
 
 /** The purpose byte of session ids: a requestState token never opens as one, nor the reverse. */

@@ -4,28 +4,10 @@
  * text, kept apart so a mismatch can say which one differed.
  */
 import { DIGEST_LENGTH, digest } from '../digest.js'
-import type { InputRequest } from '../protocol/wire.js'
+import type { Question, QuestionKind } from '../elicitation/questions.js'
 
-/** The kinds of input request, each with the character that starts its fingerprints. */
-export const KIND_MARK = { elicit: 'e', elicitUrl: 'u', sample: 's', roots: 'r' } as const
-
-export type QuestionKind = keyof typeof KIND_MARK
-
-/**
- * One input request as the engine sees it: what it fingerprints, and the wire request itself,
- * built only when the request is actually sent (a replayed round that finds the answer in the
- * ledger never needs it).
- */
-export interface Question {
-  readonly kind: QuestionKind
-  /** {@link digest} of the request's shape: its requested schema, URL or sampling params. */
-  readonly shape: string
-  /** The text shown to the user; empty for sampling and roots. */
-  readonly text: string
-  /** About how many characters the request takes when sent: its text and its shape's source (schema, URL, params). */
-  readonly size: number
-  build (): InputRequest
-}
+/** The character that starts the fingerprints of each kind of input request. */
+const KIND_MARK: Record<QuestionKind, string> = { elicit: 'e', elicitUrl: 'u', sample: 's', roots: 'r' }
 
 /** The fingerprint of a question: its kind's mark, its shape's digest, its text's digest. */
 export function fingerprint (question: Question): string {

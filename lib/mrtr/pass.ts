@@ -1,9 +1,10 @@
 import type { AskTarget } from '../context.js'
+import type { FormAnswers } from '../elicitation/answers.js'
+import type { Question } from '../elicitation/questions.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
-import type { FormAnswers, ResponseCheck } from '../elicitation/answers.js'
-import type { InputRequest, JsonObject } from '../protocol/wire.js'
+import type { ClientCapabilities, InputRequest, JsonObject } from '../protocol/wire.js'
 import type { LedgerEntry } from './codec.js'
-import { differingPart, fingerprint, type Question } from './fingerprint.js'
+import { differingPart, fingerprint } from './fingerprint.js'
 
 /** How one pass of a handler ended. */
 export type PassOutcome<T> =
@@ -17,8 +18,7 @@ export type PassOutcome<T> =
  */
 export class InputRequired extends Error {
   constructor () {
-    // It carries no stack: it is control flow, made on every round that asks, and capturing the
-    // handler's stack cost more than the rest of the ask.
+    // No stack: it is control flow, made on every round that asks.
     const limit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
     super('mocapi: this round needs input from the client; the handler runs again when the client answers')
@@ -29,11 +29,7 @@ export class InputRequired extends Error {
 
 function ignore (): void {}
 
-/**
- * A rejected promise that reports no unhandled rejection: a handler may drop an ask it never awaits.
- * It has its handler before it rejects: a promise rejected with none is tracked by Node until one
- * is added, which cost four times the rest of making it.
- */
+/** A rejected promise that reports no unhandled rejection: a handler may drop an ask it never awaits. */
 function rejected (error: unknown): Promise<never> {
   let rejectNow!: (reason: unknown) => void
   const promise = new Promise<never>((_resolve, reject) => { rejectNow = reject })
@@ -50,9 +46,6 @@ export interface RoundBudget {
   readonly size: number
 }
 
-// Up to this many asks in a pass, a repeated key is found by scanning the ledger; past it, by a set.
-const SCAN_LIMIT = 8
-
 /**
  * One run of a handler under the replay pattern. The Nth input request reached in the run (its
  * ordinal) reads ledger slot N: answered slots return their answer at once; the first unanswered
@@ -64,15 +57,15 @@ const SCAN_LIMIT = 8
  * loop (`Promise.all`) are gathered into one round.
  */
 export class ReplayPass implements AskTarget {
-  readonly forms: FormAnswers
   readonly #ledger: LedgerEntry[]
   readonly #responses: JsonObject | undefined
-  readonly #keys: (prefix: string, ordinal: number) => string
+  readonly #forms: FormAnswers
   readonly #budget: RoundBudget
+  /** The input keys asked so far in this pass. */
+  readonly #keys = new Set<string>()
   #ordinal = 0
   #pendingBytes = 0
   #pendingSize = 0
-  #seen: Set<string> | undefined
   #pending: Record<string, InputRequest> | undefined
   #yielded: Promise<never> | undefined
   #closed = false
@@ -83,15 +76,13 @@ export class ReplayPass implements AskTarget {
   /**
    * @param ledger the slots restored from the request's token, filled in as the pass asks
    * @param responses the request's `inputResponses`
-   * @param keys makes the default input key of an ordinal
    * @param forms the checks of form answers
    * @param budget what the input requests of one round may take (see {@link RoundBudget})
    */
-  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, keys: (prefix: string, ordinal: number) => string, forms: FormAnswers, budget: RoundBudget) {
-    this.forms = forms
+  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, forms: FormAnswers, budget: RoundBudget) {
     this.#ledger = ledger
     this.#responses = responses
-    this.#keys = keys
+    this.#forms = forms
     this.#budget = budget
   }
 
@@ -133,15 +124,16 @@ export class ReplayPass implements AskTarget {
 
   /**
    * Asks for one input: the stored answer when the ledger has it, else a yield. `key` defaults
-   * to `<prefix>-<ordinal>`; `missing` names the client capabilities the request needs and the
-   * client lacks, if any.
+   * to `<prefix>-<ordinal>`; a client without the capabilities the question needs gets an error
+   * naming them.
    */
-  ask (question: Question, key: string | undefined, prefix: string, accept: ResponseCheck, missing: Record<string, unknown> | undefined): Promise<unknown> {
+  ask (question: Question, key: string | undefined, capabilities: ClientCapabilities): Promise<unknown> {
     if (this.#closed) return this.#yielded ?? rejected(new Error('ctx.elicit() and kin were called after the handler\'s pass ended'))
     const ordinal = this.#ordinal++
     const ledger = this.#ledger
-    key ??= this.#keys(prefix, ordinal)
-    if (this.#repeats(key, ordinal)) return this.#fail(new InvalidArgumentError(`Input key "${key}" is used twice in one request: keys must be unique`))
+    key ??= `${question.prefix}-${ordinal + 1}`
+    if (this.#keys.has(key)) return this.#fail(new InvalidArgumentError(`Input key "${key}" is used twice in one request: keys must be unique`))
+    this.#keys.add(key)
 
     const slot = ledger[ordinal] as LedgerEntry | undefined
     const print = fingerprint(question)
@@ -154,11 +146,12 @@ export class ReplayPass implements AskTarget {
     const responses = this.#responses
     const incoming = responses !== undefined && Object.hasOwn(responses, key) ? responses[key] : undefined
     if (incoming !== undefined) {
-      const checked = accept(incoming)
+      const checked = question.check(incoming, this.#forms)
       if (!checked.ok) return this.#fail(invalidParams(`inputResponses.${key}: ${checked.message}`))
       ledger[ordinal] = { k: key, f: print, r: checked.value }
       return Promise.resolve(checked.value)
     }
+    const missing = question.missing(capabilities)
     if (missing !== undefined) return this.#fail(missingCapability(missing))
     this.#pendingBytes += key.length + print.length + 8
     if (this.#pendingBytes > this.#budget.ledger) {
@@ -176,21 +169,6 @@ export class ReplayPass implements AskTarget {
     }
     this.#pending[key] = question.build()
     return this.#yielded as Promise<never>
-  }
-
-  /** Whether `key` was asked before in this pass (every earlier ordinal holds its slot). */
-  #repeats (key: string, ordinal: number): boolean {
-    if (ordinal < SCAN_LIMIT) {
-      for (let i = 0; i < ordinal; i++) if (this.#ledger[i].k === key) return true
-      return false
-    }
-    if (this.#seen === undefined) {
-      this.#seen = new Set()
-      for (let i = 0; i < ordinal; i++) this.#seen.add(this.#ledger[i].k)
-    }
-    if (this.#seen.has(key)) return true
-    this.#seen.add(key)
-    return false
   }
 
   /** The handler returned: its value is the outcome, unless the pass already yielded or failed. */

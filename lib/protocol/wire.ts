@@ -62,6 +62,45 @@ export type ContentBlock =
   | { type: 'resource_link', uri: string, name: string, [key: string]: unknown }
   | { type: 'resource', resource: { uri: string, mimeType?: string, text: string } | { uri: string, mimeType?: string, blob: string }, [key: string]: unknown }
 
+/** A message of a sampling request or result. */
+export interface SamplingMessage {
+  role: 'user' | 'assistant'
+  content: JsonObject | JsonObject[]
+  _meta?: JsonObject
+}
+
+/** The params of `sampling/createMessage`. */
+export interface CreateMessageParams {
+  messages: SamplingMessage[]
+  /** An integer. */
+  maxTokens: number
+  systemPrompt?: string
+  modelPreferences?: JsonObject
+  includeContext?: 'none' | 'thisServer' | 'allServers'
+  temperature?: number
+  stopSequences?: string[]
+  metadata?: JsonObject
+  tools?: JsonObject[]
+  toolChoice?: JsonObject
+  [key: string]: unknown
+}
+
+/** What the client's model answered. */
+export interface CreateMessageResult {
+  role: 'user' | 'assistant'
+  content: JsonObject | JsonObject[]
+  model: string
+  stopReason?: string
+  [key: string]: unknown
+}
+
+/** One root the client exposes. */
+export interface Root {
+  uri: string
+  name?: string
+  [key: string]: unknown
+}
+
 /** The result of `tools/call`. */
 export interface CallToolResult {
   content: ContentBlock[]

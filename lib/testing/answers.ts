@@ -2,7 +2,7 @@
  * How a test answers the input requests of an `input_required` result: the typed view of each
  * request, the answer shapes, their builders, and the three ways to answer (function, by key, queue).
  */
-import type { CreateMessageParams, CreateMessageResult, Root } from '../context.js'
+import type { CreateMessageParams, CreateMessageResult, Root } from '../protocol/wire.js'
 import type { RequestedSchema } from '../elicitation/schema.js'
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
 

@@ -23,5 +23,5 @@ export {
 } from './answers.js'
 export type { CallToolResult, ContentBlock, InputRequest } from '../protocol/wire.js'
 export type { GetPromptResult } from '../features/prompts.js'
-export type { CreateMessageParams, CreateMessageResult, Root } from '../context.js'
+export type { CreateMessageParams, CreateMessageResult, Root } from '../protocol/wire.js'
 export type { RequestedSchema } from '../elicitation/schema.js'

@@ -3,7 +3,7 @@
  * end (its outcome, once the reply is written). The log line is one observer; tracing is another.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { roundOf, type McpContext } from '../context.js'
+import { kCallState, type McpContext } from '../context.js'
 
 /** How a call ended: its result, an `isError` tool result, or a JSON-RPC error with its code. */
 export interface CallEnd {
@@ -51,7 +51,7 @@ export const callLog: CallObserver = {
     ? UNWATCHED
     : {
         ended: (end, reply) => {
-          const round = roundOf(ctx)
+          const round = ctx[kCallState].round
           request.log.info({
             mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome: end.outcome, code: end.code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
           }, 'mcp call')

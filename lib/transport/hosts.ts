@@ -1,4 +1,6 @@
 /** Host names and addresses: which a request may name, and which connections arrive on loopback. */
+import type { FastifyRequest } from 'fastify'
+import { invalidRequest } from '../errors.js'
 
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
 
@@ -21,4 +23,30 @@ const LOOPBACK_ADDRESS = /^(?:127\.|::1$|::ffff:127\.)/
 
 export function isLoopbackAddress (address: string | undefined): boolean {
   return LOOPBACK_ADDRESS.test(address ?? '')
+}
+
+/**
+ * Refuses a request from a browser origin the app did not allow (any loopback origin when it set
+ * no `allowedOrigins`), and a request that reached a loopback address naming a host the app does
+ * not know: a DNS-rebinding page names its own host.
+ */
+export function checkOrigin (request: FastifyRequest, allowedOrigins: readonly string[] | undefined, allowedHosts: ReadonlySet<string>): void {
+  const origin = request.headers.origin
+  if (origin !== undefined) {
+    let ok = allowedOrigins !== undefined && (allowedOrigins.includes('*') || allowedOrigins.includes(origin))
+    if (!ok && allowedOrigins === undefined) {
+      try {
+        ok = LOOPBACK_HOSTS.has(new URL(origin).hostname)
+      } catch {
+        ok = false
+      }
+    }
+    if (!ok) throw invalidRequest(`Origin not allowed: ${origin.slice(0, 200)} is not in the allowedOrigins option`, 403)
+  }
+  if (isLoopbackAddress(request.socket.localAddress)) {
+    const name = hostnameOf(request.headers.host)
+    if (!isKnownHost(name, allowedHosts)) {
+      throw invalidRequest(`Host not allowed: ${JSON.stringify(name.slice(0, 200))} reached a loopback address; list it in the allowedHosts option`, 403)
+    }
+  }
 }

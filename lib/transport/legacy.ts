@@ -4,23 +4,27 @@
  * (dispatch, features, the replay engine) is shared with 2026-07-28.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { McpContext, type ClientState } from '../context.js'
-import { McpError, invalidRequest } from '../errors.js'
+import { CallState, McpContext, type ClientState, type Principal } from '../context.js'
+import { ErrorCode, McpError, invalidRequest } from '../errors.js'
 import { LIST_CHANGED, type Subscriptions } from '../features/subscriptions.js'
 import type { Exchange } from '../legacy/exchange.js'
 import type { SessionHub } from '../legacy/hub.js'
 import type { Session, SessionCodec } from '../legacy/session.js'
-import type { ResolvedOptions } from '../options.js'
+import { legacyError, legacyResult } from '../legacy/shape.js'
+import { StreamDelivery } from '../legacy/stream-delivery.js'
+import type { Dispatcher } from '../protocol/dispatch.js'
 import { checkLegacyMeta, header, type Message } from '../protocol/envelope.js'
-import { LEGACY_VERSIONS } from '../protocol/wire.js'
-import type { ReplyChannel } from './channel.js'
-import { principalOf, type Principal } from './principal.js'
+import { LEGACY_VERSIONS, type JsonObject } from '../protocol/wire.js'
+import { UNWATCHED } from './calls.js'
+import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
+import type { Call, Era } from './era.js'
+import { principalOf } from './principal.js'
 
 const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** The answer to a session id that is not a live session of this caller: the client must start a new one. */
-export function sessionNotFound (): McpError {
-  return new McpError(-32600, 'Session not found: it expired, was not issued by this server, or belongs to another caller; start a new session with initialize', { statusCode: 404 })
+function sessionNotFound (): McpError {
+  return new McpError(ErrorCode.InvalidRequest, 'Session not found: it expired, was not issued by this server, or belongs to another caller; start a new session with initialize', { statusCode: 404 })
 }
 
 function samePrincipal (a: Principal, b: Principal): boolean {
@@ -28,34 +32,42 @@ function samePrincipal (a: Principal, b: Principal): boolean {
 }
 
 /** The log level a 2025-era client gets notifications from, unless its session set one. */
-export const DEFAULT_LEGACY_LOG_LEVEL = 'info'
+const DEFAULT_LEGACY_LOG_LEVEL = 'info'
 
-/** What `prepare` made of a 2025-era POST: a request to dispatch, or a reply already sent. */
-export type Prepared =
-  | { kind: 'request', ctx: McpContext, sessionId: string | undefined }
-  | { kind: 'answered' }
+function noop (): void {}
 
 export interface LegacyParts {
-  options: ResolvedOptions
+  dispatcher: Dispatcher
   sessions: SessionCodec
   hub: SessionHub
   exchange: Exchange
   subscriptions: Subscriptions
+  lifecycle: Lifecycle
+  limits: ChannelLimits
+  principal: ((request: FastifyRequest) => unknown) | undefined
 }
 
-export class LegacyTransport {
-  readonly #options: ResolvedOptions
+export class LegacyTransport implements Era {
+  readonly dispatcher: Dispatcher
   readonly #sessions: SessionCodec
   readonly #hub: SessionHub
   readonly #exchange: Exchange
   readonly #subscriptions: Subscriptions
+  readonly #lifecycle: Lifecycle
+  readonly #limits: ChannelLimits
+  readonly #principal: ((request: FastifyRequest) => unknown) | undefined
+  readonly #delivery: StreamDelivery
 
   constructor (parts: LegacyParts) {
-    this.#options = parts.options
+    this.dispatcher = parts.dispatcher
     this.#sessions = parts.sessions
     this.#hub = parts.hub
     this.#exchange = parts.exchange
     this.#subscriptions = parts.subscriptions
+    this.#lifecycle = parts.lifecycle
+    this.#limits = parts.limits
+    this.#principal = parts.principal
+    this.#delivery = new StreamDelivery(parts.exchange)
   }
 
   /**
@@ -86,21 +98,20 @@ export class LegacyTransport {
   }
 
   /**
-   * Reads a 2025-era POST: a request becomes a context; a notification or an answer is taken and
+   * Reads a 2025-era POST: a request becomes a call; a notification or an answer is taken and
    * answered 202. Only an answer waits, for its delivery: it gives a promise that settles once its
-   * reply is sent. Everything else is prepared at once.
+   * reply is sent.
    */
-  prepare (request: FastifyRequest, reply: FastifyReply, message: Message, headerVersion: string | undefined,
-    channel: (id: string | number) => ReplyChannel): Prepared | Promise<void> {
-    const principal = principalOf(request, this.#options.principal)
+  prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Call | undefined | Promise<void> {
+    const principal = principalOf(request, this.#principal)
+    const headerVersion = header(request.headers, 'mcp-protocol-version')
     if (message.kind === 'request') checkLegacyMeta(message.params)
     if (message.kind === 'request' && message.method === 'initialize') {
       const requested = message.params.protocolVersion
       // The spec's negotiation: the version asked for when served, else the newest served.
       const version = typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[0]
       const session = this.#sessions.create(principal, version, message.params.capabilities, message.params.clientInfo)
-      const ctx = new McpContext(request, message, this.#client(version, session), principal, channel(message.id))
-      return { kind: 'request', ctx, sessionId: this.#sessions.seal(session) }
+      return this.#call(request, reply, message, this.#client(version, session), principal, this.#sessions.seal(session))
     }
     const session = this.#session(request, principal, headerVersion)
     if (message.kind === 'notification') {
@@ -109,13 +120,33 @@ export class LegacyTransport {
         this.#hub.cancel(session.id, requestId)
       }
       reply.code(202).send()
-      return { kind: 'answered' }
+      return undefined
     }
     if (message.kind === 'response') return this.#answer(reply, message, session, principal)
     // A legacy request without a session came with a 2025 version header: that is how it was told apart.
     const version = session?.version ?? headerVersion as string
-    const ctx = new McpContext(request, message, this.#client(version, session), principal, channel(message.id))
-    return { kind: 'request', ctx, sessionId: undefined }
+    return this.#call(request, reply, message, this.#client(version, session), principal, undefined)
+  }
+
+  /** A call of a request; one of a session can be cancelled by `notifications/cancelled` while it runs here. */
+  #call (request: FastifyRequest, reply: FastifyReply, message: Message & { kind: 'request' }, client: ClientState, principal: Principal,
+    sessionId: string | undefined): Call {
+    const channel = new ReplyChannel(reply, message.id, this.#lifecycle, this.#limits, request.log)
+    const ctx = new McpContext(request, message, new CallState(client, principal, channel, this.#delivery))
+    const untrack = client.session === undefined
+      ? noop
+      : this.#hub.addRequest(client.session, ctx.id, () => channel.abort('the client cancelled the request'))
+    return { ctx, channel, era: this, sessionId, untrack, watch: UNWATCHED }
+  }
+
+  /** A result in the shape of the 2025 revisions; an `initialize` sends back the session it opened. */
+  result (call: Call, result: JsonObject, reply: FastifyReply): JsonObject {
+    if (call.sessionId !== undefined) reply.header('mcp-session-id', call.sessionId)
+    return legacyResult(call.ctx.method, result)
+  }
+
+  error (call: Call, error: McpError): McpError {
+    return legacyError(call.ctx.method, error)
   }
 
   /** Delivers a client's answer to the request of its session that waits for it, wherever that runs. */
@@ -125,28 +156,24 @@ export class LegacyTransport {
     else {
       reply.code(400).send({
         jsonrpc: '2.0',
-        error: { code: -32600, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
+        error: { code: ErrorCode.InvalidRequest, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
       })
     }
-  }
-
-  /** Lets `notifications/cancelled` reach a request of a session while it runs here. */
-  track (ctx: McpContext, session: string | undefined, channel: ReplyChannel): () => void {
-    if (session === undefined) return () => {}
-    return this.#hub.addRequest(session, ctx.id, () => channel.abort('the client cancelled the request'))
   }
 
   /**
    * A GET with a session: a stream of list changes and of updates to the resources the session
    * subscribed to, from this node, until the client leaves, the session expires or the server closes.
    */
-  stream (request: FastifyRequest, channel: ReplyChannel): void {
-    const principal = principalOf(request, this.#options.principal)
+  stream (request: FastifyRequest, reply: FastifyReply): void {
+    const channel = new ReplyChannel(reply, 0, this.#lifecycle, this.#limits, request.log)
+    const principal = principalOf(request, this.#principal)
     // The route serves GET here only with a session id, so there is a session or a 404.
     const session = this.#session(request, principal, header(request.headers, 'mcp-protocol-version')) as Session
     const accept = header(request.headers, 'accept') ?? ''
     if (!accept.includes('text/event-stream')) throw invalidRequest('A GET stream needs Accept: text/event-stream', 406)
-    const ctx = new McpContext(request, { id: 0, method: 'GET', params: {} }, this.#client(session.version, session), principal, channel)
+    const ctx = new McpContext(request, { id: 0, method: 'GET', params: {} },
+      new CallState(this.#client(session.version, session), principal, channel, this.#delivery))
     const { listener, ended } = this.#subscriptions.stream(ctx, { lists: new Set(['tools', 'prompts', 'resources']), uris: new Set() }, (event) => event.kind === 'resource'
       ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } }
       : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind] }, channel)

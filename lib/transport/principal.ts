@@ -1,12 +1,6 @@
 import type { FastifyRequest } from 'fastify'
-import type { PrincipalState } from '../context.js'
+import type { Principal } from '../context.js'
 import { isPlainObject } from '../protocol/wire.js'
-
-/** A caller, as the replay engine binds tokens to it. */
-export interface Principal {
-  value: string | null
-  state: PrincipalState
-}
 
 const ANONYMOUS: Principal = Object.freeze({ value: null, state: 'anonymous' })
 const UNBOUND: Principal = Object.freeze({ value: null, state: 'unbound' })

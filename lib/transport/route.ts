@@ -2,34 +2,27 @@
  * The MCP endpoint, read top to bottom:
  *
  *   onRequest   Origin and Host checks
- *   preHandler  the JSON-RPC message; notifications answered 202; the era's envelope (headers,
- *               `_meta`, version); the caller's principal; the context, `request.mcp`
- *   handler     `dispatch(ctx)`: the method's lookup, params check and run; the result shaped
- *               for the era, as JSON or as the last event of a stream
+ *   preHandler  the JSON-RPC message; its era (2026-07-28 or 2025), whose transport reads it into a
+ *               call and fills `request.mcp`, or answers it (a notification, a client's answer)
+ *   handler     `dispatch(ctx)`: the method's lookup, params check and run; the result shaped by
+ *               the call's era, as JSON or as the last event of a stream
  *   errors      anything thrown on the way becomes a JSON-RPC error with its HTTP status
  *
  * It is registered in its own encapsulated context so its error handler applies to it alone.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { McpContext, clientOf } from '../context.js'
-import {
-  ElicitationLedgerMismatchError, InvalidRequestStateError, McpError, headerMismatch, internalError, invalidRequest, parseError,
-  unsupportedVersion,
-} from '../errors.js'
+import type { McpContext } from '../context.js'
+import { ElicitationLedgerMismatchError, ErrorCode, InvalidRequestStateError, McpError, internalError, invalidRequest, parseError, unsupportedVersion } from '../errors.js'
 import { messageOf } from '../features/failures.js'
-import type { ResolvedOptions } from '../options.js'
-import { legacyError, legacyResult } from '../legacy/shape.js'
-import type { Dispatcher } from '../protocol/dispatch.js'
-import { checkModernRequest, header, idOf, readMessage, type Message } from '../protocol/envelope.js'
-import {
-  LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type JsonObject,
-} from '../protocol/wire.js'
-import type { CallObserver, CallWatch } from './calls.js'
-import { ReplyChannel, sendClosing, type Lifecycle } from './channel.js'
+import { header, idOf, readMessage, type Message } from '../protocol/envelope.js'
+import { LEGACY_VERSIONS, PROTOCOL_VERSION, type JsonObject } from '../protocol/wire.js'
+import type { CallObserver } from './calls.js'
+import { sendClosing, type Lifecycle } from './channel.js'
+import type { Call, Era } from './era.js'
+import { checkOrigin } from './hosts.js'
 import type { LegacyTransport } from './legacy.js'
+import type { ModernTransport } from './modern.js'
 import type { ProtectedResource } from './oauth.js'
-import { LOOPBACK_HOSTS, hostnameOf, isKnownHost, isLoopbackAddress } from './hosts.js'
-import { principalOf } from './principal.js'
 
 /**
  * Turns any error raised while serving the endpoint into a JSON-RPC error. Handlers' errors never
@@ -48,87 +41,61 @@ function toMcpError (error: unknown): McpError {
   return internalError()
 }
 
-/** What the endpoint is made of: the options, the method tables of both eras, and the replies it has open. */
+/** What the endpoint is made of. */
 export interface Endpoint {
-  options: ResolvedOptions
+  path: string
+  bodyLimit: number
+  allowedOrigins: readonly string[] | undefined
+  allowedHosts: ReadonlySet<string>
+  supportedVersions: readonly string[]
   /** Told of each call's beginning and end: the log line, tracing. */
   observer: CallObserver
-  modern: Dispatcher
-  legacy: { dispatcher: Dispatcher, transport: LegacyTransport }
+  modern: ModernTransport
+  /** Undefined when the app serves 2026-07-28 only. */
+  legacy: LegacyTransport | undefined
   lifecycle: Lifecycle
   protectedResource: ProtectedResource | undefined
 }
 
-/** Which revision a request speaks. */
-type Era = 'modern' | 'legacy'
-
 /**
- * The era of a message, by the rules of the spec: `server/discover` or a 2026-07-28 version
- * header is modern; a 2025 version header, `initialize` or a session id is legacy; a request with
- * no header of either kind is modern (and refused for lacking the header). Any other version is
- * -32022, naming every version served.
+ * Whether a message is of the 2025 era, by the rules of the spec: `server/discover` or a
+ * 2026-07-28 version header is modern; a 2025 version header, `initialize` or a session id is
+ * legacy; a request with no header of either kind is modern (and refused for lacking the header).
+ * Any other version is -32022, naming every version served.
  */
-function eraOf (message: Message, headers: FastifyRequest['headers'], supported: readonly string[]): Era {
-  if (message.kind === 'request' && message.method === 'server/discover') return 'modern'
+function isLegacy (message: Message, headers: FastifyRequest['headers'], supported: readonly string[]): boolean {
+  if (message.kind === 'request' && message.method === 'server/discover') return false
   const version = header(headers, 'mcp-protocol-version')
-  if (version === PROTOCOL_VERSION) return 'modern'
+  if (version === PROTOCOL_VERSION) return false
   if (version !== undefined && version !== '') {
-    if (LEGACY_VERSIONS.includes(version)) return 'legacy'
+    if (LEGACY_VERSIONS.includes(version)) return true
     throw unsupportedVersion(version, supported)
   }
-  if (header(headers, 'mcp-session-id') !== undefined) return 'legacy'
-  return message.kind === 'request' && message.method === 'initialize' ? 'legacy' : 'modern'
+  if (header(headers, 'mcp-session-id') !== undefined) return true
+  return message.kind === 'request' && message.method === 'initialize'
 }
 
-/** What the route keeps of a request it serves: its reply channel, and what it does once done. */
-interface Call {
-  channel: ReplyChannel
-  era: Era
-  /** The id of the session an `initialize` opened, sent back in its `Mcp-Session-Id`. */
-  sessionId: string | undefined
-  untrack: () => void
-  /** What the observers do with the call. */
-  watch: CallWatch
-}
-
-export function mcpRoutes (endpoint: Endpoint) {
-  const { options, modern, legacy, lifecycle, protectedResource, observer } = endpoint
-  const serverInfoMeta = { [META_SERVER_INFO]: options.serverInfo }
-  const channelLimits = { maxBufferedBytes: options.limits.streamBufferBytes }
-  // The call of a request that got a context rides on the request under a decorated symbol: a
-  // WeakMap keyed by requests made every garbage collection trace thousands of ephemerons, and
-  // cost a third of the throughput of a plain tools/call.
+/** The endpoint's routes, as a plugin registered in a context of their own. */
+export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): Promise<void> {
+  const { modern, legacy, lifecycle, protectedResource, observer } = endpoint
+  // The call of a request rides on the request under a decorated symbol (bench/README.md#call-symbol).
   const calls = {
     get: (request: FastifyRequest): Call | undefined => (request as unknown as CallHolder)[kCall] ?? undefined,
     set: (request: FastifyRequest, call: Call): void => { (request as unknown as CallHolder)[kCall] = call },
   }
 
-  function checkOrigin (request: FastifyRequest): void {
-    const origin = request.headers.origin
-    if (origin !== undefined) {
-      const allowed = options.allowedOrigins
-      let ok = allowed !== undefined && (allowed.includes('*') || allowed.includes(origin))
-      if (!ok && allowed === undefined) {
-        try {
-          ok = LOOPBACK_HOSTS.has(new URL(origin).hostname)
-        } catch {
-          ok = false
-        }
-      }
-      if (!ok) throw invalidRequest(`Origin not allowed: ${origin.slice(0, 200)} is not in the allowedOrigins option`, 403)
-    }
-    if (isLoopbackAddress(request.socket.localAddress)) {
-      const name = hostnameOf(request.headers.host)
-      if (!isKnownHost(name, options.allowedHosts)) {
-        throw invalidRequest(`Host not allowed: ${JSON.stringify(name.slice(0, 200))} reached a loopback address; list it in the allowedHosts option`, 403)
-      }
-    }
+  /** The era that serves a message; a 2025-era one when the app serves 2026-07-28 only is refused. */
+  function eraOf (request: FastifyRequest, message: Message): Era {
+    if (!isLegacy(message, request.headers, endpoint.supportedVersions)) return modern
+    if (legacy !== undefined) return legacy
+    const asked = message.kind === 'request' && message.method === 'initialize' ? message.params.protocolVersion : undefined
+    throw unsupportedVersion(header(request.headers, 'mcp-protocol-version') ?? asked ?? '2025-03-26', endpoint.supportedVersions)
   }
 
-  // The hooks are synchronous on purpose: each async hook costs the request extra promise ticks.
+  // The hooks are synchronous: each async hook costs the request extra promise ticks.
   function onRequest (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
     try {
-      checkOrigin(request)
+      checkOrigin(request, endpoint.allowedOrigins, endpoint.allowedHosts)
     } catch (error) {
       return done(error as Error)
     }
@@ -139,72 +106,26 @@ export function mcpRoutes (endpoint: Endpoint) {
     let prepared
     try {
       const message = readMessage(request.body)
-      if (eraOf(message, request.headers, options.supportedVersions) === 'modern') {
-        if (!prepareModern(request, reply, message)) done()
-        return
-      }
-      if (!options.legacy) throw refuseLegacy(request, message)
-      prepared = prepareLegacy(request, reply, message)
+      prepared = eraOf(request, message).prepare(request, reply, message)
     } catch (error) {
       return done(error as Error)
     }
-    if (prepared === false) done()
-    else if (prepared !== true) prepared.then(undefined, done)
-  }
-
-  /** The refusal of a 2025-era request when the app serves 2026-07-28 only. */
-  function refuseLegacy (request: FastifyRequest, message: Message): McpError {
-    const asked = message.kind === 'request' && message.method === 'initialize' ? message.params.protocolVersion : undefined
-    return unsupportedVersion(header(request.headers, 'mcp-protocol-version') ?? asked ?? '2025-03-26', options.supportedVersions)
-  }
-
-  /** Reads a 2026-07-28 message and fills `request.mcp`; true when the reply is already sent (a notification). */
-  function prepareModern (request: FastifyRequest, reply: FastifyReply, message: Message): boolean {
-    if (message.kind === 'response') throw invalidRequest('Clients must not POST responses to this endpoint')
-    if (message.kind === 'notification') {
-      reply.code(202).send()
-      return true
+    if (prepared instanceof Promise) {
+      prepared.then(undefined, done)
+      return
     }
-    const version = header(request.headers, 'mcp-protocol-version')
-    if (version === undefined || version === '') throw headerMismatch('The MCP-Protocol-Version header is required')
-    const meta = checkModernRequest(message, request.headers, version)
-    if (version !== PROTOCOL_VERSION) throw unsupportedVersion(version, options.supportedVersions)
-    const client = {
-      protocolVersion: version,
-      capabilities: meta[META_CLIENT_CAPABILITIES],
-      info: meta[META_CLIENT_INFO],
-      logLevel: meta[META_LOG_LEVEL],
+    if (prepared !== undefined) {
+      prepared.watch = observer.begin(request, prepared.ctx)
+      calls.set(request, prepared)
+      request.mcp = prepared.ctx
     }
-    const channel = new ReplyChannel(reply, message.id, lifecycle, channelLimits, request.log)
-    const ctx = new McpContext(request, message, client, principalOf(request, options.principal), channel)
-    calls.set(request, { channel, era: 'modern', sessionId: undefined, untrack: noop, watch: observer.begin(request, ctx) })
-    request.mcp = ctx
-    return false
-  }
-
-  /**
-   * Reads a 2025-era message: a request fills `request.mcp`. True when the reply is already sent;
-   * for a client's answer, which waits for its delivery, a promise that settles once it is.
-   */
-  function prepareLegacy (request: FastifyRequest, reply: FastifyReply, message: Message): boolean | Promise<void> {
-    let channel: ReplyChannel | undefined
-    const prepared = legacy.transport.prepare(request, reply, message, header(request.headers, 'mcp-protocol-version'), (id) => {
-      channel = new ReplyChannel(reply, id, lifecycle, channelLimits, request.log)
-      return channel
-    })
-    if (prepared instanceof Promise) return prepared
-    if (prepared.kind === 'answered') return true
-    const ctx = prepared.ctx
-    const untrack = legacy.transport.track(ctx, clientOf(ctx).session, channel as ReplyChannel)
-    calls.set(request, { channel: channel as ReplyChannel, era: 'legacy', sessionId: prepared.sessionId, untrack, watch: observer.begin(request, ctx) })
-    request.mcp = ctx
-    return false
+    done()
   }
 
   async function handler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const ctx = request.mcp as McpContext
     const call = calls.get(request) as Call
-    const dispatcher = call.era === 'modern' ? modern : legacy.dispatcher
+    const { dispatcher } = call.era
     const watch = call.watch
     let result: JsonObject
     try {
@@ -214,17 +135,7 @@ export function mcpRoutes (endpoint: Endpoint) {
     }
     call.untrack()
     watch.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)
-    if (call.era === 'legacy') {
-      if (call.sessionId !== undefined) reply.header('mcp-session-id', call.sessionId)
-      return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: legacyResult(ctx.method, result) }, 200)
-    }
-    const meta = result._meta
-    const stamped = {
-      resultType: 'complete',
-      ...result,
-      _meta: meta === undefined ? serverInfoMeta : { ...(meta as JsonObject), ...serverInfoMeta },
-    }
-    return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: stamped }, 200)
+    return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: call.era.result(call, result, reply) }, 200)
   }
 
   function fail (error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
@@ -239,11 +150,11 @@ export function mcpRoutes (endpoint: Endpoint) {
     }
     if (mcpError.statusCode === 401) protectedResource?.challenge(request, reply)
     const call = calls.get(request)
-    if (call?.era === 'legacy') {
+    if (call !== undefined) {
       call.untrack()
-      mcpError = legacyError(method, mcpError)
+      mcpError = call.era.error(call, mcpError)
+      call.watch.ended({ outcome: 'error', code: mcpError.code, message: mcpError.message }, reply)
     }
-    call?.watch.ended({ outcome: 'error', code: mcpError.code, message: mcpError.message }, reply)
     const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
     if (call !== undefined) return call.channel.finish(payload, mcpError.statusCode)
     return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)
@@ -251,32 +162,32 @@ export function mcpRoutes (endpoint: Endpoint) {
 
   /** GET: a 2025-era session's stream of changes; without a session, or serving 2026-07-28 only, 405. */
   async function get (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    if (!options.legacy || header(request.headers, 'mcp-session-id') === undefined) return notAllowed(reply)
-    const channel = new ReplyChannel(reply, 0, lifecycle, channelLimits, request.log)
-    legacy.transport.stream(request, channel)
+    if (legacy === undefined || header(request.headers, 'mcp-session-id') === undefined) return notAllowed(reply)
+    legacy.stream(request, reply)
     return undefined
   }
 
   /** The spec lets a server refuse DELETE with 405: a sealed session cannot be revoked without a store. */
   async function notAllowed (reply: FastifyReply): Promise<FastifyReply> {
-    return reply.code(405).header('allow', options.legacy ? 'GET, POST' : 'POST').send({
+    return reply.code(405).header('allow', legacy !== undefined ? 'GET, POST' : 'POST').send({
       jsonrpc: '2.0',
       id: null,
-      error: { code: -32600, message: options.legacy ? 'Method not allowed: the MCP endpoint takes POST, and GET for a 2025-era session\'s stream' : 'Method not allowed: the MCP endpoint accepts POST only' },
+      error: {
+        code: ErrorCode.InvalidRequest,
+        message: legacy !== undefined
+          ? 'Method not allowed: the MCP endpoint takes POST, and GET for a 2025-era session\'s stream'
+          : 'Method not allowed: the MCP endpoint accepts POST only',
+      },
     })
   }
 
-  return async function routes (fastify: FastifyInstance): Promise<void> {
-    fastify.decorateRequest(kCall, null)
-    fastify.setErrorHandler((error, request, reply) => fail(error, request, reply))
-    fastify.removeContentTypeParser('text/plain')
-    fastify.route({ method: 'POST', url: options.path, bodyLimit: options.bodyLimit, onRequest, preHandler, handler })
-    fastify.route({ method: 'GET', url: options.path, onRequest, handler: get })
-    fastify.route({ method: 'DELETE', url: options.path, onRequest, handler: async (_request, reply) => notAllowed(reply) })
-  }
+  fastify.decorateRequest(kCall, null)
+  fastify.setErrorHandler((error, request, reply) => fail(error, request, reply))
+  fastify.removeContentTypeParser('text/plain')
+  fastify.route({ method: 'POST', url: endpoint.path, bodyLimit: endpoint.bodyLimit, onRequest, preHandler, handler })
+  fastify.route({ method: 'GET', url: endpoint.path, onRequest, handler: get })
+  fastify.route({ method: 'DELETE', url: endpoint.path, onRequest, handler: async (_request, reply) => notAllowed(reply) })
 }
-
-function noop (): void {}
 
 const kCall = Symbol('mocapi.call')
 interface CallHolder { [kCall]: Call | null }

@@ -10,7 +10,7 @@
 import type * as Otel from '@opentelemetry/api'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { isPlainObject } from '../check.js'
-import { clientOf, roundOf, type McpContext } from '../context.js'
+import { kCallState, type McpContext } from '../context.js'
 import { MOCAPI_VERSION } from '../version.js'
 import { UNWATCHED, type CallEnd, type CallObserver } from './calls.js'
 
@@ -75,7 +75,7 @@ function spanAttributes (ctx: McpContext, method: string, target: string | undef
   setTarget(attributes, method, target)
   const uri = ctx.params.uri
   if (RESOURCE_METHODS.has(method) && typeof uri === 'string') attributes['mcp.resource.uri'] = bounded(uri, URI_LENGTH)
-  const session = clientOf(ctx).session
+  const session = ctx[kCallState].client.session
   if (session !== undefined) attributes['mcp.session.id'] = session
   return attributes
 }
@@ -179,7 +179,7 @@ export function callTracer (api: Api): CallObserver {
         ended: (end) => {
           const errorType = errorTypeOf(end)
           if (span.isRecording()) {
-            const round = roundOf(ctx)
+            const round = ctx[kCallState].round
             if (round !== 0) span.setAttribute('mocapi.mrtr.round', round)
             span.setAttribute('mocapi.call.outcome', end.outcome)
             if (end.code !== undefined) span.setAttribute('rpc.response.status_code', String(end.code))

@@ -20,8 +20,7 @@ const flight = requestedSchema()
 
 /** The check of accepted content for a builder, in a registration of its own. */
 function contentCheck (builder: RequestedSchemaBuilder<object>, forms = new FormAnswers(new SchemaCompiler())) {
-  const check = forms.check(builder)
-  return (content: unknown) => check({ action: 'accept', content })
+  return (content: unknown) => forms.check(builder, { action: 'accept', content })
 }
 
 t.test('accepts content that fits, keeping only the declared fields', async (t) => {
@@ -105,7 +104,9 @@ t.test('decodes escaped pointer segments', async (t) => {
 })
 
 t.test('checks the action of every kind of answer', async (t) => {
-  const check = new FormAnswers(new SchemaCompiler()).check(requestedSchema().boolean('confirm'))
+  const forms = new FormAnswers(new SchemaCompiler())
+  const schema = requestedSchema().boolean('confirm')
+  const check = (value: unknown) => forms.check(schema, value)
   t.strictSame(check({ action: 'decline', content: { junk: 1 } }), { ok: true, value: { action: 'decline' } })
   t.strictSame(check({ action: 'cancel' }), { ok: true, value: { action: 'cancel' } })
   t.strictSame(check({ action: 'accept' }), { ok: false, message: 'content must be an object' })

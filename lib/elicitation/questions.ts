@@ -1,0 +1,145 @@
+/**
+ * The kinds of input request a handler can make: a form, a URL to open, a sampling request, a
+ * roots request. Each knows what stands for it in the ledger (its shape's digest and its text),
+ * its size as sent, its wire request, the check of its answer and the capability it needs.
+ */
+import { digest } from '../digest.js'
+import { isPlainObject, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
+import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type FormAnswers, type Checked } from './answers.js'
+import { schemaDigest, schemaJson, type RequestedSchemaBuilder } from './schema.js'
+
+/** The kinds of input request. */
+export type QuestionKind = 'elicit' | 'elicitUrl' | 'sample' | 'roots'
+
+/** One input request, as the replay engine sees it. */
+export interface Question {
+  readonly kind: QuestionKind
+  /** The prefix of its default input key: `elicit-1`, `sample-2`, `roots-3`. */
+  readonly prefix: 'elicit' | 'sample' | 'roots'
+  /** The digest of its shape: the requested schema, the URL, the sampling params. */
+  readonly shape: string
+  /** The text shown to the user; empty for sampling and roots. */
+  readonly text: string
+  /** About how many characters it takes when sent. */
+  readonly size: number
+  /** The capabilities it needs that `capabilities` lacks, or undefined when the client has them. */
+  missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined
+  /** The wire request, made only when it is sent (a replayed round that finds the answer never needs it). */
+  build (): InputRequest
+  /** Checks an answer from `inputResponses` and gives the value the handler gets. */
+  check (value: unknown, forms: FormAnswers): Checked
+}
+
+/** A form: `elicitation/create` in form mode, with a `requestedSchema()`. */
+export class FormQuestion implements Question {
+  readonly kind = 'elicit'
+  readonly prefix = 'elicit'
+  readonly text: string
+  readonly #schema: RequestedSchemaBuilder<object>
+
+  constructor (message: string, schema: RequestedSchemaBuilder<object>) {
+    this.text = message
+    this.#schema = schema
+  }
+
+  get shape (): string {
+    return schemaDigest(this.#schema)
+  }
+
+  get size (): number {
+    return this.text.length + schemaJson(this.#schema).length
+  }
+
+  missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined {
+    const elicitation = capabilities.elicitation
+    if (!isPlainObject(elicitation)) return { elicitation: {} }
+    if (elicitation.form === undefined && elicitation.url !== undefined) return { elicitation: { form: {} } }
+    return undefined
+  }
+
+  build (): InputRequest {
+    return { method: 'elicitation/create', params: { mode: 'form', message: this.text, requestedSchema: this.#schema.schema as unknown as JsonObject } }
+  }
+
+  check (value: unknown, forms: FormAnswers): Checked {
+    return forms.check(this.#schema, value)
+  }
+}
+
+/** A URL to open: `elicitation/create` in URL mode. */
+export class UrlQuestion implements Question {
+  readonly kind = 'elicitUrl'
+  readonly prefix = 'elicit'
+  readonly text: string
+  readonly shape: string
+  readonly size: number
+  readonly #url: string
+
+  constructor (message: string, url: string) {
+    this.text = message
+    this.#url = url
+    this.shape = digest('elicitUrl', url)
+    this.size = message.length + url.length
+  }
+
+  missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined {
+    const elicitation = capabilities.elicitation
+    return isPlainObject(elicitation) && isPlainObject(elicitation.url) ? undefined : { elicitation: { url: {} } }
+  }
+
+  build (): InputRequest {
+    return { method: 'elicitation/create', params: { mode: 'url', message: this.text, url: this.#url } }
+  }
+
+  check (value: unknown): Checked {
+    return checkUrlAnswer(value)
+  }
+}
+
+/** A completion from the client's model: `sampling/createMessage`. */
+export class SamplingQuestion implements Question {
+  readonly kind = 'sample'
+  readonly prefix = 'sample'
+  readonly text = ''
+  readonly shape: string
+  readonly size: number
+  readonly #params: JsonObject
+
+  constructor (params: JsonObject) {
+    const json = JSON.stringify(params)
+    this.#params = params
+    this.shape = digest('sample', json)
+    this.size = json.length
+  }
+
+  missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined {
+    const sampling = capabilities.sampling
+    const params = this.#params
+    if (!isPlainObject(sampling)) return { sampling: {} }
+    if ((params.tools !== undefined || params.toolChoice !== undefined) && !isPlainObject(sampling.tools)) return { sampling: { tools: {} } }
+    if (params.includeContext !== undefined && params.includeContext !== 'none' && !isPlainObject(sampling.context)) {
+      return { sampling: { context: {} } }
+    }
+    return undefined
+  }
+
+  build (): InputRequest {
+    return { method: 'sampling/createMessage', params: this.#params }
+  }
+
+  check (value: unknown): Checked {
+    return checkSamplingAnswer(value)
+  }
+}
+
+/** The client's roots: `roots/list`. */
+export const ROOTS_QUESTION: Question = Object.freeze({
+  kind: 'roots',
+  prefix: 'roots',
+  text: '',
+  shape: digest('roots', ''),
+  size: 0,
+  missing: (capabilities: ClientCapabilities) => isPlainObject(capabilities.roots) ? undefined : { roots: {} },
+  build: (): InputRequest => ({ method: 'roots/list', params: {} }),
+  check: (value: unknown) => checkRootsAnswer(value),
+})

@@ -1,0 +1,69 @@
+/**
+ * The 2025-era delivery of a replay: a pass's questions go to the client as server-to-client
+ * requests on the call's stream, and the call waits, on this node, for the answers the exchange
+ * brings (posted to any node, routed here over the bus); the next pass replays with them. The
+ * ledger stays in memory for the call's lifetime; nothing is sealed.
+ */
+import { kCallState, type McpContext } from '../context.js'
+import { ErrorCode, McpError } from '../errors.js'
+import type { Asked, Delivered, Delivery, ReplayStart } from '../mrtr/engine.js'
+import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
+import type { Exchange } from './exchange.js'
+
+/** The params of a server-to-client request, in the shape the client's revision knows. */
+function paramsFor (version: string): (request: InputRequest, id: string) => JsonObject {
+  return (request, id) => {
+    if (request.method !== 'elicitation/create') return request.params
+    const params = { ...request.params }
+    // URL mode exists from 2025-11-25 only (the capability check saw to it), and needs an id there.
+    if (params.mode === 'url') params.elicitationId = id
+    else if (version !== '2025-11-25') delete params.mode
+    return params
+  }
+}
+
+/**
+ * A client's error answer to a server-to-client request, as the call's own error: -32603, with the
+ * client's code in the message. Passed through, its code would say things of the call that are not
+ * so (-32601 "method not found" for a tool that exists, -32700 for a body that parsed).
+ */
+function clientRefused (method: string, error: unknown): McpError {
+  const code = isPlainObject(error) && Number.isSafeInteger(error.code) ? ` (${error.code as number})` : ''
+  const detail = isPlainObject(error) && typeof error.message === 'string' ? `: ${error.message.slice(0, 500)}` : ''
+  return new McpError(ErrorCode.InternalError, `The client answered ${method} with an error${code}${detail}`)
+}
+
+/** Asks on the call's stream and waits for the answers over the exchange. */
+export class StreamDelivery implements Delivery {
+  readonly #exchange: Exchange
+
+  constructor (exchange: Exchange) {
+    this.#exchange = exchange
+  }
+
+  /** A 2025-era call always starts afresh: its earlier rounds, if any, ran in this same call. */
+  start (): ReplayStart {
+    return { ledger: [], responses: undefined, round: 0 }
+  }
+
+  async deliver (ctx: McpContext, label: string, asked: Asked): Promise<Delivered> {
+    const { client, stream } = ctx[kCallState]
+    // A 2025-era client without a session declared no capabilities, so its pass failed before it asked.
+    const asker = { session: client.session as string, principal: ctx.principal, expiresAt: client.sessionExpiresAt }
+    const outcome = await this.#exchange.ask(asker, asked.inputRequests, (request) => stream.notify(request), stream.signal,
+      paramsFor(ctx.protocolVersion))
+    if (outcome.kind === 'timeout') {
+      throw new McpError(ErrorCode.RequestTimeout, `${label} waited for the client's answer longer than session.answerTimeout allows`)
+    }
+    if (outcome.kind === 'expired') {
+      throw new McpError(ErrorCode.RequestTimeout,
+        `${label} waited for the client's answer until its session expired (session.ttl); a new session can call again`)
+    }
+    // The client cancelled or left, or the server is closing: the call is over, and the handler did not fail.
+    if (outcome.kind === 'aborted') {
+      throw new McpError(ErrorCode.InternalError, `${label} stopped waiting for the client's answer: ${(outcome.reason as Error).message}`)
+    }
+    if (outcome.errors.length > 0) throw clientRefused(outcome.errors[0].method, outcome.errors[0].error)
+    return { kind: 'replay', responses: outcome.responses }
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The 2026-07-28 delivery of a replay: a pass's questions go back in an `input_required` result
+ * whose `requestState` seals the ledger; the client's retry brings the token and the answers,
+ * and may reach any node holding the key.
+ */
+import { isDeepStrictEqual } from 'node:util'
+import { kCallState, type McpContext } from '../context.js'
+import { InvalidRequestStateError, invalidParams } from '../errors.js'
+import type { JsonObject } from '../protocol/wire.js'
+import { UncarriableError, type RequestStateCodec } from './codec.js'
+import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from './engine.js'
+import type { TokenTooLongError } from './seal.js'
+
+/** Params fields that are not part of a request's target: they change from round to round. */
+function isRoundField (key: string): boolean {
+  return key === '_meta' || key === 'inputResponses' || key === 'requestState'
+}
+
+/** The fields of a request's params that name its target; `_meta` and the MRTR fields are not part of it. */
+export function originalParamsOf (params: JsonObject): JsonObject {
+  const original: JsonObject = {}
+  for (const key of Object.keys(params)) {
+    if (!isRoundField(key)) original[key] = params[key]
+  }
+  return original
+}
+
+/** Whether a retry's params name the same target and arguments as the token's `originalParams`. */
+function sameParams (original: JsonObject, params: JsonObject): boolean {
+  let count = 0
+  for (const key of Object.keys(params)) {
+    if (isRoundField(key)) continue
+    if (!Object.hasOwn(original, key) || !isDeepStrictEqual(original[key], params[key])) return false
+    count++
+  }
+  return count === Object.keys(original).length
+}
+
+/** Seals each asking pass's ledger into a fresh requestState, and restores it from the retry. */
+export class TokenDelivery implements Delivery {
+  readonly #codec: RequestStateCodec
+
+  constructor (codec: RequestStateCodec) {
+    this.#codec = codec
+  }
+
+  /**
+   * A first call starts from an empty ledger; a retry's requestState is checked (integrity, TTL,
+   * principal, method, then target and arguments) and any failure is one opaque refusal.
+   */
+  start (ctx: McpContext): ReplayStart {
+    const responses = ctx.params.inputResponses as JsonObject | undefined
+    const token = ctx.params.requestState
+    if (typeof token !== 'string') return { ledger: [], responses, round: 0 }
+    if (ctx[kCallState].principal.state === 'unbound') throw unboundPrincipal()
+    const payload = this.#codec.decode(token)
+    if (payload.principal !== ctx.principal) throw new InvalidRequestStateError('principal mismatch')
+    if (payload.method !== ctx.method) throw new InvalidRequestStateError('method mismatch')
+    if (!sameParams(payload.originalParams, ctx.params)) throw new InvalidRequestStateError('target or arguments mismatch')
+    return { ledger: payload.ledger, responses, round: payload.round ?? 0 }
+  }
+
+  deliver (ctx: McpContext, label: string, asked: Asked, round: number): Delivered {
+    let requestState
+    try {
+      requestState = this.#codec.encode({ method: ctx.method, originalParams: originalParamsOf(ctx.params), ledger: asked.ledger, principal: ctx.principal, round })
+    } catch (error) {
+      if (error instanceof UncarriableError) throw invalidParams(`${label} cannot carry this request in a requestState token: ${error.message}`)
+      // The principal is a string or null, so the other way encoding fails is a token too long.
+      const length = (error as TokenTooLongError).length
+      throw invalidParams(`${label} asked for more input than a requestState token holds (${length} characters, ` +
+        `requestState.maxTokenLength is ${this.#codec.maxTokenLength})`)
+    }
+    return { kind: 'reply', result: { resultType: 'input_required', inputRequests: asked.inputRequests, requestState } }
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The 2026-07-28 side of the endpoint: each request carries its version header, its client's
+ * capabilities and info in `_meta`, and, on a retry, its requestState. Nothing is kept between
+ * requests.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { CallState, McpContext } from '../context.js'
+import { headerMismatch, invalidRequest, unsupportedVersion, type McpError } from '../errors.js'
+import type { Delivery } from '../mrtr/engine.js'
+import type { Dispatcher } from '../protocol/dispatch.js'
+import { checkModernRequest, header, type Message } from '../protocol/envelope.js'
+import {
+  META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type Implementation, type JsonObject,
+} from '../protocol/wire.js'
+import { UNWATCHED } from './calls.js'
+import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
+import type { Call, Era } from './era.js'
+import { principalOf } from './principal.js'
+
+export interface ModernParts {
+  dispatcher: Dispatcher
+  delivery: Delivery
+  lifecycle: Lifecycle
+  limits: ChannelLimits
+  serverInfo: Implementation
+  supportedVersions: readonly string[]
+  principal: ((request: FastifyRequest) => unknown) | undefined
+}
+
+function noop (): void {}
+
+export class ModernTransport implements Era {
+  readonly dispatcher: Dispatcher
+  readonly #parts: ModernParts
+  readonly #serverInfoMeta: JsonObject
+
+  constructor (parts: ModernParts) {
+    this.dispatcher = parts.dispatcher
+    this.#parts = parts
+    this.#serverInfoMeta = { [META_SERVER_INFO]: parts.serverInfo }
+  }
+
+  prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Call | undefined {
+    if (message.kind === 'response') throw invalidRequest('Clients must not POST responses to this endpoint')
+    if (message.kind === 'notification') {
+      reply.code(202).send()
+      return undefined
+    }
+    const parts = this.#parts
+    const version = header(request.headers, 'mcp-protocol-version')
+    if (version === undefined || version === '') throw headerMismatch('The MCP-Protocol-Version header is required')
+    const meta = checkModernRequest(message, request.headers, version)
+    if (version !== PROTOCOL_VERSION) throw unsupportedVersion(version, parts.supportedVersions)
+    const client = {
+      protocolVersion: version,
+      capabilities: meta[META_CLIENT_CAPABILITIES],
+      info: meta[META_CLIENT_INFO],
+      logLevel: meta[META_LOG_LEVEL],
+    }
+    const channel = new ReplyChannel(reply, message.id, parts.lifecycle, parts.limits, request.log)
+    const state = new CallState(client, principalOf(request, parts.principal), channel, parts.delivery)
+    return { ctx: new McpContext(request, message, state), channel, era: this, sessionId: undefined, untrack: noop, watch: UNWATCHED }
+  }
+
+  /** A result with its `resultType` (complete unless it says otherwise) and the server's info in `_meta`. */
+  result (_call: Call, result: JsonObject): JsonObject {
+    const meta = result._meta
+    return {
+      resultType: 'complete',
+      ...result,
+      _meta: meta === undefined ? this.#serverInfoMeta : { ...(meta as JsonObject), ...this.#serverInfoMeta },
+    }
+  }
+
+  error (_call: Call, error: McpError): McpError {
+    return error
+  }
+}
