@@ -3,7 +3,6 @@
  * whose `requestState` seals the ledger; the client's retry brings the token and the answers,
  * and may reach any node holding the key.
  */
-import { isDeepStrictEqual } from 'node:util'
 import { kCallState, type McpContext } from '../context.js'
 import { InvalidRequestStateError, invalidParams } from '../errors.js'
 import type { JsonObject } from '../protocol/wire.js'
@@ -25,12 +24,28 @@ export function originalParamsOf (params: JsonObject): JsonObject {
   return original
 }
 
+/**
+ * Whether two JSON values are equal, whatever the key order of their objects. Not
+ * `util.isDeepStrictEqual`, which tells -0 from 0: a token gives back -0 as 0 (JSON writes it so),
+ * and a client that sends `-0.0` on every round must still match its own token.
+ */
+function jsonEqual (a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false
+  const keys = Object.keys(a)
+  if (keys.length !== Object.keys(b).length) return false
+  for (const key of keys) {
+    if (!Object.hasOwn(b, key) || !jsonEqual((a as JsonObject)[key], (b as JsonObject)[key])) return false
+  }
+  return true
+}
+
 /** Whether a retry's params name the same target and arguments as the token's `originalParams`. */
 function sameParams (original: JsonObject, params: JsonObject): boolean {
   let count = 0
   for (const key of Object.keys(params)) {
     if (isRoundField(key)) continue
-    if (!Object.hasOwn(original, key) || !isDeepStrictEqual(original[key], params[key])) return false
+    if (!Object.hasOwn(original, key) || !jsonEqual(original[key], params[key])) return false
     count++
   }
   return count === Object.keys(original).length

@@ -6,7 +6,7 @@ import mocapi, { requestedSchema } from '../../lib/index.js'
 import { RequestStateCodec } from '../../lib/mrtr/codec.js'
 import { parseKeys } from '../../lib/mrtr/keys.js'
 import { KeyRing } from '../../lib/mrtr/seal.js'
-import { KEY, build, call } from '../helpers.js'
+import { KEY, build, call, rpc } from '../helpers.js'
 
 const schema = requestedSchema().string('city')
 const accept = { 'elicit-1': { action: 'accept', content: { city: 'Porto' } } }
@@ -116,6 +116,24 @@ t.test('arguments compare as JSON values: key order is free, every other differe
     t.same((await retry(args)).body.error, REFUSED, what)
   }
   t.equal(runs, before, 'the handler never ran for a changed argument')
+})
+
+t.test('a client that writes zero as -0.0 on every round matches its own token, which gives it back as 0', async (t) => {
+  const app = await build(t, { requestState: { keys: [KEY] } }, (app) => {
+    app.mcp.tool({ name: 'plan', inputSchema: { type: 'object' } }, async (args: { at: number }, ctx: any) => {
+      const answer = await ctx.elicit('From where?', schema)
+      return answer.action === 'accept' ? `${answer.content.city} at ${args.at}` : 'no'
+    })
+  })
+  // As a Python client writes 0.0 negated: the body's text carries -0.0, which parses to -0.
+  const send = (params: object) => {
+    const request = rpc('tools/call', { name: 'plan', ...params })
+    return app.inject({ ...request, payload: JSON.stringify(request.payload).replace('"at":0', '"at":-0.0') })
+  }
+  const first = JSON.parse((await send({ arguments: { at: 0 } })).body)
+  t.equal(first.result.resultType, 'input_required')
+  const retry = JSON.parse((await send({ arguments: { at: 0 }, requestState: first.result.requestState, inputResponses: accept })).body)
+  t.same(retry.result?.content, [{ type: 'text', text: 'Porto at 0' }], 'the retry is served, not refused as other arguments')
 })
 
 t.test('a token expires after its ttl', async (t) => {
