@@ -252,7 +252,7 @@ export class McpContext {
     if (typeof message !== 'string') return Promise.reject(new InvalidArgumentError(`ctx.elicit() needs a message string, got ${typeof message}`))
     const target = this.#target
     if (target === undefined) return this.#outsideHandler()
-    // The schema's digest stands for the schema: the rendered object is only needed when sent.
+    // The schema's digest stands for the schema: the request itself is only built when sent.
     const question: Question = {
       kind: 'elicit',
       shape: schemaDigest(schema),
