@@ -108,7 +108,7 @@ export class FormAnswers {
     const given = Object.hasOwn(value, 'content') ? value.content : undefined
     if (!isPlainObject(given)) return { ok: false, message: 'content must be an object' }
     // Only the declared fields, read as own properties: what the schema does not ask for never
-    // arrives. The schema itself is rendered only when its validator is not compiled yet.
+    // arrives. The answer schema is only derived when its validator is not compiled yet.
     const content: JsonObject = {}
     for (const name of schemaFields(builder)) {
       if (!Object.hasOwn(given, name)) continue

@@ -120,7 +120,7 @@ t.test('arguments compare as JSON values: key order is free, every other differe
 
 t.test('a client that writes zero as -0.0 on every round matches its own token, which gives it back as 0', async (t) => {
   const app = await build(t, { requestState: { keys: [KEY] } }, (app) => {
-    app.mcp.tool({ name: 'plan', inputSchema: { type: 'object' } }, async (args: { at: number }, ctx: any) => {
+    app.mcp.tool({ name: 'plan', inputSchema: { type: 'object' } }, async (args: any, ctx: any) => {
       const answer = await ctx.elicit('From where?', schema)
       return answer.action === 'accept' ? `${answer.content.city} at ${args.at}` : 'no'
     })
