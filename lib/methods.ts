@@ -1,18 +1,17 @@
 /** The method tables mocapi serves, over the features of one registration. */
-import { kCallState, type McpContext } from './context.js'
+import type { McpContext } from './context.js'
 import { complete } from './features/completions.js'
-import { capabilities, discover, type Registered } from './features/discover.js'
+import { discover, type Registered } from './features/discover.js'
 import type { Failures } from './features/failures.js'
 import { paginate } from './features/pagination.js'
 import type { Prompts } from './features/prompts.js'
-import { checkUriLength, type Resources } from './features/resources.js'
+import type { Resources } from './features/resources.js'
 import type { Subscriptions } from './features/subscriptions.js'
 import type { Tools } from './features/tools.js'
 import { McpError, internalError, invalidParams } from './errors.js'
-import type { SessionHub } from './legacy/hub.js'
 import type { ResolvedOptions } from './options.js'
 import { Dispatcher } from './protocol/dispatch.js'
-import { LOGGING_LEVELS, isPlainObject, type JsonObject, type LoggingLevel } from './protocol/wire.js'
+import { isPlainObject, type JsonObject } from './protocol/wire.js'
 
 export interface Features {
   tools: Tools
@@ -23,7 +22,7 @@ export interface Features {
 }
 
 /** How many of each kind are registered now. */
-function registered (features: Features): Registered {
+export function registered (features: Features): Registered {
   const { tools, prompts, resources } = features
   return {
     get tools () { return tools.size },
@@ -58,7 +57,7 @@ async function completion (ctx: McpContext, features: Features): Promise<JsonObj
 }
 
 /** The methods both eras share: tools, prompts, resources, completions. */
-function defineShared (dispatcher: Dispatcher, options: ResolvedOptions, features: Features): void {
+export function defineShared (dispatcher: Dispatcher, options: ResolvedOptions, features: Features): void {
   const { tools, prompts, resources } = features
   const counts = registered(features)
   const lists = options.cache.lists
@@ -73,17 +72,46 @@ function defineShared (dispatcher: Dispatcher, options: ResolvedOptions, feature
   const hasPrompts = () => prompts.size > 0
   const hasResources = () => resources.size > 0
 
-  dispatcher.define('tools/list', { params: { cursor: 'string?' }, enabled: hasTools, run: (ctx) => page('tools', tools.visible(ctx), ctx.params.cursor, tools.varies) })
-  dispatcher.define('tools/call', { params: { name: 'string', arguments: 'object?' }, interactive: true, enabled: hasTools, run: (ctx) => tools.call(ctx) })
-
-  dispatcher.define('prompts/list', { params: { cursor: 'string?' }, enabled: hasPrompts, run: (ctx) => page('prompts', prompts.visible(ctx), ctx.params.cursor, prompts.varies) })
-  dispatcher.define('prompts/get', { params: { name: 'string', arguments: 'object?' }, interactive: true, enabled: hasPrompts, run: (ctx) => prompts.get(ctx) })
-
-  dispatcher.define('resources/list', { params: { cursor: 'string?' }, enabled: hasResources, run: (ctx) => page('resources', resources.visible(ctx), ctx.params.cursor, resources.varies) })
-  dispatcher.define('resources/templates/list', {
-    params: { cursor: 'string?' }, enabled: hasResources, run: (ctx) => page('resourceTemplates', resources.visibleTemplates(ctx), ctx.params.cursor, resources.varies),
+  dispatcher.define('tools/list', {
+    params: { cursor: 'string?' },
+    enabled: hasTools,
+    run: (ctx) => page('tools', tools.visible(ctx), ctx.params.cursor, tools.varies),
   })
-  dispatcher.define('resources/read', { params: { uri: 'string' }, interactive: true, enabled: hasResources, run: (ctx) => resources.read(ctx) })
+  dispatcher.define('tools/call', {
+    params: { name: 'string', arguments: 'object?' },
+    interactive: true,
+    enabled: hasTools,
+    run: (ctx) => tools.call(ctx),
+  })
+
+  dispatcher.define('prompts/list', {
+    params: { cursor: 'string?' },
+    enabled: hasPrompts,
+    run: (ctx) => page('prompts', prompts.visible(ctx), ctx.params.cursor, prompts.varies),
+  })
+  dispatcher.define('prompts/get', {
+    params: { name: 'string', arguments: 'object?' },
+    interactive: true,
+    enabled: hasPrompts,
+    run: (ctx) => prompts.get(ctx),
+  })
+
+  dispatcher.define('resources/list', {
+    params: { cursor: 'string?' },
+    enabled: hasResources,
+    run: (ctx) => page('resources', resources.visible(ctx), ctx.params.cursor, resources.varies),
+  })
+  dispatcher.define('resources/templates/list', {
+    params: { cursor: 'string?' },
+    enabled: hasResources,
+    run: (ctx) => page('resourceTemplates', resources.visibleTemplates(ctx), ctx.params.cursor, resources.varies),
+  })
+  dispatcher.define('resources/read', {
+    params: { uri: 'string' },
+    interactive: true,
+    enabled: hasResources,
+    run: (ctx) => resources.read(ctx),
+  })
 
   dispatcher.define('completion/complete', {
     params: { ref: 'object', argument: 'object', context: 'object?' },
@@ -99,51 +127,5 @@ export function modernMethods (options: ResolvedOptions, features: Features): Di
   dispatcher.define('server/discover', { params: {}, run: async () => discover(options, counts) })
   defineShared(dispatcher, options, features)
   dispatcher.define('subscriptions/listen', { params: { notifications: 'object' }, run: (ctx) => features.subscriptions.listen(ctx) })
-  return dispatcher
-}
-
-/**
- * The method table of the 2025 revisions: the shared methods, and `initialize`, `ping`,
- * `logging/setLevel` and `resources/subscribe`/`unsubscribe`, which 2026-07-28 removed. What a
- * session sets after `initialize` goes to the hub, since its sealed id cannot change.
- */
-export function legacyMethods (options: ResolvedOptions, features: Features, hub: SessionHub): Dispatcher {
-  const dispatcher = new Dispatcher()
-  const counts = registered(features)
-  const session = (ctx: McpContext) => ctx[kCallState].client.session
-  dispatcher.define('initialize', {
-    params: { protocolVersion: 'string', capabilities: 'object', clientInfo: 'object' },
-    run: async (ctx) => {
-      const result: JsonObject = { protocolVersion: ctx.protocolVersion, capabilities: capabilities(counts), serverInfo: options.serverInfo }
-      if (options.instructions !== undefined) result.instructions = options.instructions
-      return result
-    },
-  })
-  dispatcher.define('ping', { params: {}, run: async () => ({}) })
-  dispatcher.define('logging/setLevel', {
-    params: { level: 'string' },
-    run: async (ctx) => {
-      const level = ctx.params.level as LoggingLevel
-      if (!LOGGING_LEVELS.includes(level)) throw invalidParams(`params.level must be one of ${LOGGING_LEVELS.join(', ')}`)
-      const id = session(ctx)
-      if (id !== undefined) hub.setLevel(id, level)
-      return {}
-    },
-  })
-  for (const [method, on] of [['resources/subscribe', true], ['resources/unsubscribe', false]] as const) {
-    dispatcher.define(method, {
-      params: { uri: 'string' },
-      enabled: () => features.resources.size > 0,
-      run: async (ctx) => {
-        const uri = ctx.params.uri as string
-        // Bounded as resources/read is: each URI is kept per open stream and sent to every node.
-        checkUriLength(uri, options.limits.uriLength)
-        const id = session(ctx)
-        if (id !== undefined) hub.subscribe(id, uri, on)
-        return {}
-      },
-    })
-  }
-  defineShared(dispatcher, options, features)
   return dispatcher
 }

@@ -1,0 +1,56 @@
+/** The method table of the 2025 revisions, over the features of one registration. */
+import { kCallState, type McpContext } from '../context.js'
+import { capabilities } from '../features/discover.js'
+import { checkUriLength } from '../features/resources.js'
+import { invalidParams } from '../errors.js'
+import { defineShared, registered, type Features } from '../methods.js'
+import type { ResolvedOptions } from '../options.js'
+import { Dispatcher } from '../protocol/dispatch.js'
+import { LOGGING_LEVELS, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
+import type { SessionHub } from './hub.js'
+
+/**
+ * The method table of the 2025 revisions: the shared methods, and `initialize`, `ping`,
+ * `logging/setLevel` and `resources/subscribe`/`unsubscribe`, which 2026-07-28 removed. What a
+ * session sets after `initialize` goes to the hub, since its sealed id cannot change.
+ */
+export function legacyMethods (options: ResolvedOptions, features: Features, hub: SessionHub): Dispatcher {
+  const dispatcher = new Dispatcher()
+  const counts = registered(features)
+  const session = (ctx: McpContext) => ctx[kCallState].client.session
+  dispatcher.define('initialize', {
+    params: { protocolVersion: 'string', capabilities: 'object', clientInfo: 'object' },
+    run: async (ctx) => {
+      const result: JsonObject = { protocolVersion: ctx.protocolVersion, capabilities: capabilities(counts), serverInfo: options.serverInfo }
+      if (options.instructions !== undefined) result.instructions = options.instructions
+      return result
+    },
+  })
+  dispatcher.define('ping', { params: {}, run: async () => ({}) })
+  dispatcher.define('logging/setLevel', {
+    params: { level: 'string' },
+    run: async (ctx) => {
+      const level = ctx.params.level as LoggingLevel
+      if (!LOGGING_LEVELS.includes(level)) throw invalidParams(`params.level must be one of ${LOGGING_LEVELS.join(', ')}`)
+      const id = session(ctx)
+      if (id !== undefined) hub.setLevel(id, level)
+      return {}
+    },
+  })
+  for (const [method, on] of [['resources/subscribe', true], ['resources/unsubscribe', false]] as const) {
+    dispatcher.define(method, {
+      params: { uri: 'string' },
+      enabled: () => features.resources.size > 0,
+      run: async (ctx) => {
+        const uri = ctx.params.uri as string
+        // Bounded as resources/read is: each URI is kept per open stream and sent to every node.
+        checkUriLength(uri, options.limits.uriLength)
+        const id = session(ctx)
+        if (id !== undefined) hub.subscribe(id, uri, on)
+        return {}
+      },
+    })
+  }
+  defineShared(dispatcher, options, features)
+  return dispatcher
+}
