@@ -20,6 +20,10 @@
  *
  * BENCH_SECONDS (10 by default) sets the length of a run.
  *
+ * BENCH_BEFORE=<path to another build's dist/bench/servers.js> also runs that build's mocapi in
+ * every round, next to this one (their order swapped from round to round), and prints each
+ * scenario's ratio of this build to that one: the paired before/after measure of a change.
+ *
  * BENCH_PIN=1 (on a machine of two cores or more with `taskset`, from util-linux) runs the load
  * generator on CPU 0 and every server, all its threads, on CPU 1: each server then has the same
  * core to itself, and the scheduler's placement no longer moves the figures from run to run. It
@@ -37,7 +41,9 @@ const CONNECTIONS = 16
 const MOCAPI_PORT = 3101
 const BARE_PORT = 3102
 const CODEC_PORT = 3103
+const BEFORE_PORT = 3104
 const serverScript = fileURLToPath(new URL('./servers.js', import.meta.url))
+const BEFORE = process.env.BENCH_BEFORE
 
 /** Sets the CPUs of every thread of a process; false when taskset is missing or refuses. */
 function pin (pid: number, cpu: number): boolean {
@@ -64,8 +70,8 @@ interface Server { child: ChildProcess, port: number }
 /** One request of a run: a 2026-07-28 call, or a call in a 2025-era session when `session` is set. */
 interface Call { name: string, params: Record<string, unknown>, session?: string }
 
-async function start (kind: string, port: number, env: Record<string, string> = {}): Promise<Server> {
-  const child = fork(serverScript, [kind, String(port)], { env: { ...process.env, ...env }, stdio: 'inherit' })
+async function start (kind: string, port: number, env: Record<string, string> = {}, script = serverScript): Promise<Server> {
+  const child = fork(script, [kind, String(port)], { env: { ...process.env, ...env }, stdio: 'inherit' })
   await new Promise((resolve, reject) => {
     child.once('message', resolve)
     child.once('exit', (code) => reject(new Error(`the ${kind} server exited with ${code}`)))
@@ -139,8 +145,22 @@ function fail (message: string): never {
 const add: Call = { name: 'add', params: { arguments: { a: 2, b: 3 } } }
 const ask: Call = { name: 'book', params: { arguments: { to: 'Lisbon' } } }
 
+/** A 2025-era session of a server, for its calls. */
+async function sessionOf (port: number): Promise<string> {
+  const initialize = await fetch(`http://127.0.0.1:${port}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'bench', version: '1.0.0' } } }),
+  })
+  return initialize.headers.get('mcp-session-id') ?? fail(`initialize answered ${await initialize.text()}`)
+}
+
 let legacyAdd: Call = add
 const mocapi = await start('mocapi', MOCAPI_PORT)
+const before = BEFORE === undefined ? undefined : await start('mocapi', BEFORE_PORT, {}, BEFORE)
+/** The calls of each scenario as the build before the change takes them (its own session). */
+const beforeCalls = new Map<string, readonly Call[]>()
+const beforeRuns = new Map<string, Run[]>()
 let bare: Server | undefined
 let codecOnly: Server | undefined
 const rows: Array<{ label: string, plugin: Run[], bare: Run[] }> = []
@@ -162,13 +182,7 @@ try {
   }
   const retried = await post(MOCAPI_PORT, retry)
   if (JSON.parse(retried.text).result?.content?.[0]?.text !== 'Booked business to Lisbon') fail(`the retry answered ${retried.text}`)
-  const initialize = await fetch(`http://127.0.0.1:${MOCAPI_PORT}/mcp`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'bench', version: '1.0.0' } } }),
-  })
-  const session = initialize.headers.get('mcp-session-id') ?? fail(`initialize answered ${await initialize.text()}`)
-  legacyAdd = { ...add, session }
+  legacyAdd = { ...add, session: await sessionOf(MOCAPI_PORT) }
   const legacyAdded = await post(MOCAPI_PORT, legacyAdd)
   if (JSON.parse(legacyAdded.text).result?.content?.[0]?.text !== '5' || 'resultType' in JSON.parse(legacyAdded.text).result) fail(`the 2025-era add answered ${legacyAdded.text}`)
 
@@ -186,21 +200,41 @@ try {
     }
   }
 
+  if (before !== undefined) {
+    // The build before the change answers the same calls the same way, with a token and a session of its own.
+    const token = JSON.parse((await post(BEFORE_PORT, ask)).text).result?.requestState ?? fail('the build before answered no requestState')
+    const beforeRetry = { ...retry, params: { ...retry.params, requestState: token } }
+    const beforeLegacy = { ...add, session: await sessionOf(BEFORE_PORT) }
+    for (const [call, expected] of [[add, added], [beforeRetry, retried], [beforeLegacy, legacyAdded]] as const) {
+      const got = await post(BEFORE_PORT, call)
+      if (got.text !== expected.text) fail(`the build before answers ${got.text}\nwhere this one answers ${expected.text}`)
+    }
+    beforeCalls.set('tools/call', [add]).set('one-question flow', [ask, beforeRetry]).set('2025 tools/call', [beforeLegacy])
+  }
+
   for (const [label, calls] of [['tools/call', [add]], ['one-question flow', [ask, retry]], ['2025 tools/call', [legacyAdd]]] as const) {
     await load(mocapi, calls) // warm-up passes, discarded
     await load(bare, calls)
     const row = { label, plugin: [] as Run[], bare: [] as Run[] }
     const flow = calls.length > 1
     if (flow) await load(codecOnly, calls)
+    const previous = beforeCalls.get(label)
+    const earlier: Run[] = []
+    if (before !== undefined && previous !== undefined) await load(before, previous)
     for (let round = 0; round < ROUNDS; round++) {
+      // With a build before the change, the two builds swap places each round, so neither always runs first.
+      if (before !== undefined && previous !== undefined && round % 2 === 1) earlier.push(await load(before, previous))
       row.plugin.push(await load(mocapi, calls))
+      if (before !== undefined && previous !== undefined && round % 2 === 0) earlier.push(await load(before, previous))
       row.bare.push(await load(bare, calls))
       if (flow) codecRuns.push(await load(codecOnly, calls))
     }
+    if (before !== undefined) beforeRuns.set(label, earlier)
     rows.push(row)
   }
 } finally {
   mocapi.child.kill()
+  before?.child.kill()
   bare?.child.kill()
   codecOnly?.child.kill()
 }
@@ -234,6 +268,22 @@ for (const { label, plugin, bare } of rows) {
   const flowBare = median(rows[1].bare.map((r) => r.rps))
   const c = median(codecRuns.map((r) => r.rps))
   console.log(`${'  bare + codec only'.padEnd(18)}${''.padStart(13)}${c.toFixed(0).padStart(13)}${(c / flowBare).toFixed(2).padStart(7)} x of bare: the same flow with only requestState seal and open added`)
+}
+if (before !== undefined) {
+  console.log(`\nthis build against the build before the change (${BEFORE}), the same rounds:`)
+  console.log('                   after req/s  before req/s   ratio    per server CPU-second: after  before   ratio   paired: req/s  per CPU')
+  for (const { label, plugin } of rows) {
+    const earlier = beforeRuns.get(label) as Run[]
+    const a = median(plugin.map((r) => r.rps))
+    const b = median(earlier.map((r) => r.rps))
+    const ac = median(plugin.map(perCpu))
+    const bc = median(earlier.map(perCpu))
+    const pairedRps = median(plugin.map((r, i) => r.rps / earlier[i].rps))
+    const pairedCpu = median(plugin.map((r, i) => perCpu(r) / perCpu(earlier[i])))
+    console.log(`${label.padEnd(18)}${a.toFixed(0).padStart(13)}${b.toFixed(0).padStart(14)}${(a / b).toFixed(2).padStart(7)} x${ac.toFixed(0).padStart(29)}${bc.toFixed(0).padStart(8)}${(ac / bc).toFixed(2).padStart(7)} x` +
+      `${pairedRps.toFixed(2).padStart(13)} x${pairedCpu.toFixed(2).padStart(7)} x`)
+    console.log(`${''.padEnd(20)}before ${earlier.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(earlier)}`)
+  }
 }
 console.log('\nruns (req/s), and CPU % of one core as server/load generator/everything else:')
 for (const { label, plugin, bare } of rows) {
