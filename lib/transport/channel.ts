@@ -20,13 +20,7 @@ function event (message: object): string {
  */
 export class Lifecycle {
   #closing = false
-  /**
-   * The open replies, as a doubly linked list rather than a Set. A Set churned by one add and
-   * one delete per request rehashes every few requests, and V8 links each replaced table to its
-   * successor (for live iterators); once a dead table reached the old generation, that link kept
-   * each newer table, and every request its entries held, alive through young-generation
-   * collections. Measured: ~2 MB promoted per scavenge, which doubled the CPU of an asking call.
-   */
+  /** The open replies, as a doubly linked list: a Set churned once per request kept dead requests alive (bench/README.md#churn). */
   #head: OpenReply | undefined
   readonly #grace: number
   readonly #closeIdleConnections: () => void
@@ -161,7 +155,7 @@ export class ReplyChannel implements NotificationStream {
 
   /**
    * Aborts the signal with `reason`. Until someone reads the signal, only the first reason is
-   * kept: most replies end without anyone holding it, and need no controller.
+   * kept: most replies end without anyone holding it, and need no controller (bench/README.md#lazy-abort).
    */
   abort (reason: string): void {
     if (this.#controller === undefined) this.#abortedFor ??= reason
