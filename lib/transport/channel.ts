@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import type { NotificationStream } from '../context.js'
+import { ErrorCode } from '../errors.js'
 import type { RequestId } from '../protocol/wire.js'
 
 const SSE_HEADERS = {
@@ -84,7 +85,7 @@ export class Lifecycle {
 }
 
 /** One open reply in a {@link Lifecycle}'s list. */
-export interface OpenReply {
+interface OpenReply {
   readonly channel: ReplyChannel
   prev: OpenReply | undefined
   next: OpenReply | undefined
@@ -100,7 +101,7 @@ export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): Fastify
 }
 
 /** How much a reply stream may hold unsent, and where it says why it gave up. */
-export interface ChannelLimits {
+interface ChannelLimits {
   /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. */
   maxBufferedBytes: number
 }
@@ -227,6 +228,6 @@ export class ReplyChannel implements NotificationStream {
       this.#reply.raw.destroy()
       return
     }
-    this.finish({ jsonrpc: '2.0', id: this.#id, error: { code: -32603, message: 'The server shut down before the request completed' } }, 503)
+    this.finish({ jsonrpc: '2.0', id: this.#id, error: { code: ErrorCode.InternalError, message: 'The server shut down before the request completed' } }, 503)
   }
 }
