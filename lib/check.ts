@@ -60,7 +60,14 @@ export function positiveInteger (value: unknown, name: string, fallback: number,
   return value as number
 }
 
-export function nonNegativeInteger (value: unknown, name: string, fallback: number, E?: RegistrationErrorConstructor): number {
+/** A positive integer of at most `max`; `why`, in the message, says where the bound comes from. */
+export function boundedInteger (value: unknown, name: string, fallback: number, max: number, why: string, E?: RegistrationErrorConstructor): number {
+  const n = positiveInteger(value, name, fallback, E)
+  if (n > max) fail(name, `at most ${max} (${why})`, value, E)
+  return n
+}
+
+function nonNegativeInteger (value: unknown, name: string, fallback: number, E?: RegistrationErrorConstructor): number {
   if (value === undefined) return fallback
   if (!Number.isSafeInteger(value) || (value as number) < 0) fail(name, 'a non-negative integer', value, E)
   return value as number

@@ -23,8 +23,9 @@ export const InvalidSchemaError = createError('FST_MOCAPI_INVALID_SCHEMA', 'moca
 /** A `requestedSchema()` field is invalid. */
 export const InvalidRequestedSchemaError = createError('FST_MOCAPI_INVALID_REQUESTED_SCHEMA', '%s', 500, TypeError)
 /** A handler called a `ctx` method with arguments it does not take: a TypeError the handler sees, coded `FST_MOCAPI_INVALID_ARGUMENT`. */
-export class InvalidArgumentError extends TypeError {
-  readonly code = 'FST_MOCAPI_INVALID_ARGUMENT'
+export class InvalidArgumentError extends createError('FST_MOCAPI_INVALID_ARGUMENT', '%s', 500, TypeError) {
+  // The handler sees the name it always saw, where a registration error is a FastifyError.
+  override name = 'TypeError'
 }
 
 /** The constructor of a registration error: each makes a `TypeError` with its `FST_MOCAPI_*` code. */
@@ -44,8 +45,6 @@ export const ErrorCode = {
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
 } as const
-
-export type ErrorCodeValue = typeof ErrorCode[keyof typeof ErrorCode]
 
 /** A JSON-RPC error with the HTTP status mocapi replies with. */
 export class McpError extends Error {
@@ -110,7 +109,7 @@ export function unsupportedVersion (requested: unknown, supported: readonly stri
 }
 
 /** The one message every requestState failure answers with: it never says which check failed. */
-export const INVALID_REQUEST_STATE_MESSAGE = 'Invalid or expired requestState'
+const INVALID_REQUEST_STATE_MESSAGE = 'Invalid or expired requestState'
 
 /**
  * A requestState that failed verification: tampered, unreadable, or bound to another

@@ -61,20 +61,18 @@ function newInstance (): Ajv2020 {
 }
 
 /**
- * Ajv keeps every schema it compiled in its instance's code scope, removeSchema or not: an app
+ * Ajv keeps every schema it compiled in its instance's code scope, removeSchema or not, so an app
  * that adds and removes tools, or whose handlers build requested schemas from data, would grow
- * without end (20,000 add/remove cycles: 9 MB to 84 MB). So validators are handed out as
- * wrappers, and once an instance has released {@link RECYCLE_AFTER} schemas (or as many as are
- * live, if more), the live ones are compiled again on a fresh instance and the old one is let go.
- * What a compiler holds stays within the live schemas plus that many released ones.
+ * without end (bench/README.md#ajv-recycling). So validators are handed out as wrappers, and once
+ * an instance has released {@link RECYCLE_AFTER} schemas (or as many as are live, if more), the
+ * live ones are compiled again on a fresh instance and the old one is let go. What a compiler
+ * holds stays within the live schemas plus that many released ones.
  */
 export class SchemaCompiler {
   #ajv: Ajv2020 | undefined
   readonly #live = new Map<object, Live>()
   #released = 0
-  // Each entry notes when it was last used; the least recently used is found by a scan, and
-  // only when a new schema must make room. Moving a hit to the end of the Map instead (a delete
-  // and a set per answer) churned the Map's table on every answered ask.
+  // Least recently used by a scan when a schema must make room, so a hit does not churn the Map (bench/README.md#churn).
   readonly #answers = new Map<string, { schema: object, validate: Validator, used: number }>()
   #uses = 0
 

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import {
-  cacheHint, describe, isPlainObject, knownFields, nonEmptyString, oneOf, optionalBoolean, optionalFunction, optionalString, plainObject,
-  positiveInteger, stringList, type CacheHint,
+  boundedInteger, cacheHint, describe, isPlainObject, knownFields, nonEmptyString, oneOf, optionalBoolean, optionalFunction, optionalString,
+  plainObject, positiveInteger, stringList, type CacheHint,
 } from './check.js'
 import { InvalidOptionError } from './errors.js'
 import type { NotificationBus } from './features/subscriptions.js'
@@ -31,7 +31,7 @@ export interface MocapiOptions {
     ttl?: number
     /** Most input-required rounds one call may take before it is refused. Default 16. */
     maxRounds?: number
-    /** Longest token accepted, in characters; longer ones are refused before decryption. Default 65 536. */
+    /** Longest token accepted, in characters; longer ones are refused before decryption. Default 65 536, at most 1 MiB (1 048 576). */
     maxTokenLength?: number
   }
   /**
@@ -75,7 +75,7 @@ export interface MocapiOptions {
     /** URIs one stream may subscribe to. Default 256. */
     subscriptionUris?: number
   }
-  /** How long handlers still running when the server closes get to finish, in ms, before their requests are ended. Default 10 000. */
+  /** How long handlers still running when the server closes get to finish, in ms, before their requests are ended. Default 10 000, at most 2 147 483 647 (about 24.8 days). */
   shutdownGrace?: number
   /**
    * What clients are told when a handler throws something that is not an `McpError`: its message
@@ -97,9 +97,9 @@ export interface MocapiOptions {
   tracing?: boolean
   /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
   session?: {
-    /** How long a session id stays valid, in ms; the client then starts a new session. Default 86 400 000 (a day). */
+    /** How long a session id stays valid, in ms; the client then starts a new session. Default 86 400 000 (a day), at most 2 147 483 647 (about 24.8 days). */
     ttl?: number
-    /** How long a 2025-era call waits for the client's answer to an elicitation, sampling or roots request, in ms. Default 300 000. */
+    /** How long a 2025-era call waits for the client's answer to an elicitation, sampling or roots request, in ms. Default 300 000, at most 2 147 483 647 (about 24.8 days). */
     answerTimeout?: number
   }
 }
@@ -130,18 +130,30 @@ export interface ResolvedOptions {
   protectedResource: ProtectedResourceOptions | undefined
 }
 
-export const DEFAULT_TTL = 300_000
-export const DEFAULT_MAX_ROUNDS = 16
-export const DEFAULT_PAGE_SIZE = 100
-export const DEFAULT_BODY_LIMIT = 1024 * 1024
+const DEFAULT_TTL = 300_000
+const DEFAULT_MAX_ROUNDS = 16
+const DEFAULT_PAGE_SIZE = 100
+const DEFAULT_BODY_LIMIT = 1024 * 1024
 export const DEFAULT_URI_LENGTH = 8192
 export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
-export const DEFAULT_STREAMS = 512
-export const DEFAULT_STREAMS_PER_CALLER = 16
-export const DEFAULT_SUBSCRIPTION_URIS = 256
-export const DEFAULT_SHUTDOWN_GRACE = 10_000
-export const DEFAULT_SESSION_TTL = 86_400_000
-export const DEFAULT_ANSWER_TIMEOUT = 300_000
+const DEFAULT_STREAMS = 512
+const DEFAULT_STREAMS_PER_CALLER = 16
+const DEFAULT_SUBSCRIPTION_URIS = 256
+const DEFAULT_SHUTDOWN_GRACE = 10_000
+const DEFAULT_SESSION_TTL = 86_400_000
+const DEFAULT_ANSWER_TIMEOUT = 300_000
+
+/** The longest delay a Node timer keeps: a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+const TIMER_BOUND = 'about 24.8 days, the longest timer Node keeps: a longer one fires at once'
+/** The most `requestState.maxTokenLength` may allow: 1 MiB of characters. */
+const MAX_TOKEN_LENGTH = 1024 * 1024
+const TOKEN_BOUND = '1 MiB of characters: every retry carries its token, and a request body is at most 1 MiB by default (bodyLimit)'
+
+/** A duration in ms that a timer waits out. */
+function timerMs (value: unknown, name: string, fallback: number): number {
+  return boundedInteger(value, name, fallback, MAX_TIMER_MS, TIMER_BOUND)
+}
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
   'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session'])
@@ -197,7 +209,7 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     keys: rs.keys as string[] | undefined,
     ttl: positiveInteger(rs.ttl, 'requestState.ttl', DEFAULT_TTL),
     maxRounds: positiveInteger(rs.maxRounds, 'requestState.maxRounds', DEFAULT_MAX_ROUNDS),
-    maxTokenLength: positiveInteger(rs.maxTokenLength, 'requestState.maxTokenLength', DEFAULT_MAX_TOKEN_LENGTH),
+    maxTokenLength: boundedInteger(rs.maxTokenLength, 'requestState.maxTokenLength', DEFAULT_MAX_TOKEN_LENGTH, MAX_TOKEN_LENGTH, TOKEN_BOUND),
     principal: optionalFunction(o.principal, 'principal'),
     allowedOrigins: stringList(o.allowedOrigins, 'allowedOrigins'),
     allowedHosts: new Set((stringList(o.allowedHosts, 'allowedHosts') ?? []).map((h) => h.toLowerCase())),
@@ -215,12 +227,12 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
       streamsPerCaller: positiveInteger(limits.streamsPerCaller, 'limits.streamsPerCaller', DEFAULT_STREAMS_PER_CALLER),
       subscriptionUris: positiveInteger(limits.subscriptionUris, 'limits.subscriptionUris', DEFAULT_SUBSCRIPTION_URIS),
     },
-    shutdownGrace: positiveInteger(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
+    shutdownGrace: timerMs(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',
     legacy,
     tracing: optionalBoolean(o.tracing, 'tracing', true),
-    sessionTtl: positiveInteger(session.ttl, 'session.ttl', DEFAULT_SESSION_TTL),
-    answerTimeout: positiveInteger(session.answerTimeout, 'session.answerTimeout', DEFAULT_ANSWER_TIMEOUT),
+    sessionTtl: timerMs(session.ttl, 'session.ttl', DEFAULT_SESSION_TTL),
+    answerTimeout: timerMs(session.answerTimeout, 'session.answerTimeout', DEFAULT_ANSWER_TIMEOUT),
     bus: bus as NotificationBus | undefined,
     protectedResource: resolveProtectedResource(o.protectedResource),
   }

@@ -13,6 +13,8 @@ async function refused (t: Test, options: unknown): Promise<Error | undefined> {
 }
 
 const keys = [KEY]
+const TIMER_BOUND = 'at most 2147483647 (about 24.8 days, the longest timer Node keeps: a longer one fires at once)'
+const TOKEN_BOUND = 'at most 1048576 (1 MiB of characters: every retry carries its token, and a request body is at most 1 MiB by default (bodyLimit))'
 
 const BAD: Array<[string, unknown, string]> = [
   ['options an array', [], 'options must be an object, got an array'],
@@ -38,6 +40,14 @@ const BAD: Array<[string, unknown, string]> = [
   ['requestState.ttl a string', { requestState: { keys, ttl: '300' } }, 'requestState.ttl must be a positive integer, got "300"'],
   ['requestState.maxRounds negative', { requestState: { keys, maxRounds: -1 } }, 'requestState.maxRounds must be a positive integer, got -1'],
   ['requestState.maxTokenLength zero', { requestState: { keys, maxTokenLength: 0 } }, 'requestState.maxTokenLength must be a positive integer, got 0'],
+  ['requestState.maxTokenLength past its ceiling', { requestState: { keys, maxTokenLength: 1e9 } }, `requestState.maxTokenLength must be ${TOKEN_BOUND}, got 1000000000`],
+  ['requestState.maxTokenLength one past it', { requestState: { keys, maxTokenLength: 2 ** 20 + 1 } }, `requestState.maxTokenLength must be ${TOKEN_BOUND}, got 1048577`],
+  // Node runs a timer set past 2^31-1 ms after 1 ms: every 2025-era ask would time out at once, app.close() abandon every handler.
+  ['shutdownGrace past the timer bound', { shutdownGrace: 3e9 }, `shutdownGrace must be ${TIMER_BOUND}, got 3000000000`],
+  ['shutdownGrace one past it', { shutdownGrace: 2 ** 31 }, `shutdownGrace must be ${TIMER_BOUND}, got 2147483648`],
+  ['session.answerTimeout past the timer bound', { session: { answerTimeout: 3e9 } }, `session.answerTimeout must be ${TIMER_BOUND}, got 3000000000`],
+  ['session.ttl past the timer bound', { session: { ttl: 2 ** 31 } }, `session.ttl must be ${TIMER_BOUND}, got 2147483648`],
+  ['session.answerTimeout zero', { session: { answerTimeout: 0 } }, 'session.answerTimeout must be a positive integer, got 0'],
   ['principal a string', { principal: 'sub' }, 'principal must be a function, got "sub"'],
   ['principal true', { principal: true }, 'principal must be a function, got true'],
   ['serverInfo a function', { serverInfo: () => ({}) }, 'serverInfo must be an object, got a function'],
@@ -67,6 +77,12 @@ t.test('bad options fail registration with a type error naming the value', async
     t.equal((error as { code?: string })?.code, 'FST_MOCAPI_INVALID_OPTION', label)
     t.equal(error?.message, `mocapi: ${message}`, label)
   }
+})
+
+t.test('the bounds themselves are accepted', async (t) => {
+  const max = 2 ** 31 - 1
+  const app = await build(t, { shutdownGrace: max, session: { ttl: max, answerTimeout: max }, requestState: { keys, maxTokenLength: 2 ** 20 } })
+  t.equal((await call(app, 'server/discover')).status, 200)
 })
 
 t.test('an app whose options were refused serves nothing', async (t) => {

@@ -2,9 +2,9 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { BusEvent, NotificationBus } from '../features/subscriptions.js'
 
 /** How long the bus may take to come up before the operator is told (and the server starts without it), and how often after. */
-export const BUS_TIMING = { late: 2_000, nag: 30_000 }
+const BUS_TIMING = { late: 2_000, nag: 30_000 }
 /** At most one line per this long about changes the bus failed to carry. */
-export const BUS_FAILURE_LOG_MS = 10_000
+const BUS_FAILURE_LOG_MS = 10_000
 
 /**
  * The plugin's side of a notification bus. Subscribing happens in the background, so a bus that

@@ -1,4 +1,6 @@
 import { createClient } from 'redis'
+import { fail, isPlainObject, nonEmptyString, optionalFunction, optionalString, positiveInteger } from '../check.js'
+import { InvalidOptionError } from '../errors.js'
 import type { BusEvent, NotificationBus } from '../features/subscriptions.js'
 import { LOGGING_LEVELS } from '../protocol/wire.js'
 
@@ -42,15 +44,15 @@ export interface RedisBusOptions {
 const LIST_KINDS = new Set(['tools', 'prompts', 'resources'])
 
 /** The event a message carries, as a fresh object of its known fields; `undefined` when it is none. */
-export function parseEvent (message: string): BusEvent | undefined {
+function parseEvent (message: string): BusEvent | undefined {
   let value: unknown
   try {
     value = JSON.parse(message)
   } catch {
     return undefined
   }
-  if (typeof value !== 'object' || value === null) return undefined
-  const { kind, uri, session, op, level, requestId } = value as Record<string, unknown>
+  if (!isPlainObject(value)) return undefined
+  const { kind, uri, session, op, level, requestId } = value
   if (typeof kind !== 'string') return undefined
   if (LIST_KINDS.has(kind)) return { kind: kind as 'tools' | 'prompts' | 'resources' }
   if (kind === 'resource') return typeof uri === 'string' ? { kind, uri } : undefined
@@ -94,17 +96,15 @@ export class RedisBus implements NotificationBus {
   #pending = 0
   #dropped = 0
 
+  /** Throws an `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad option's value, as the plugin does. */
   constructor (options: RedisBusOptions = {}) {
-    const { url, channel = 'mocapi:changes', client, onError = ignore, maxPending = 1000 } = options
-    if (url !== undefined && typeof url !== 'string') throw new TypeError(`mocapi: RedisBus url must be a string, got ${typeof url}`)
-    if (typeof channel !== 'string' || channel === '') throw new TypeError(`mocapi: RedisBus channel must be a non-empty string, got ${JSON.stringify(channel)}`)
-    if (typeof onError !== 'function') throw new TypeError(`mocapi: RedisBus onError must be a function, got ${typeof onError}`)
-    if (!Number.isSafeInteger(maxPending) || maxPending < 1) throw new TypeError(`mocapi: RedisBus maxPending must be a positive integer, got ${JSON.stringify(maxPending)}`)
-    if (client !== undefined && typeof client?.duplicate !== 'function') throw new TypeError('mocapi: RedisBus client must be a redis client (it has no duplicate())')
-    if (client !== undefined && url !== undefined) throw new TypeError('mocapi: RedisBus takes url or client, not both')
-    this.#channel = channel
-    this.#onError = onError
-    this.#maxPending = maxPending
+    const url = optionalString(options.url, 'RedisBus url')
+    const { client } = options
+    if (client !== undefined && typeof client?.duplicate !== 'function') fail('RedisBus client', 'a redis client (with duplicate())', client)
+    if (client !== undefined && url !== undefined) throw new InvalidOptionError('RedisBus takes url or client, not both')
+    this.#channel = options.channel === undefined ? 'mocapi:changes' : nonEmptyString(options.channel, 'RedisBus channel')
+    this.#onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisBus onError') ?? ignore
+    this.#maxPending = positiveInteger(options.maxPending, 'RedisBus maxPending', 1000)
     // No offline queue: while Redis is unreachable a command fails at once rather than wait in memory.
     this.#publisher = client?.duplicate({ disableOfflineQueue: true }) ?? createClient({ url, disableOfflineQueue: true })
     this.#subscriber = this.#publisher.duplicate()

@@ -15,9 +15,7 @@ export class SessionHub {
   readonly #publish: (event: SessionEvent) => void
   readonly #levels = new Map<string, LoggingLevel>()
   readonly #streams = new Map<string, Set<Listener>>()
-  // A dictionary object, not a Map: it takes one entry and loses one per request, and a Map
-  // churned that way links each table it outgrows to the next, which can keep finished requests
-  // alive through young-generation collections (see Lifecycle in transport/channel.ts).
+  // A dictionary object, not a Map, which one add and delete per request churns (bench/README.md#churn).
   readonly #running: Record<string, () => void> = Object.create(null)
 
   constructor (subscriptions: Subscriptions, publish: (event: SessionEvent) => void) {

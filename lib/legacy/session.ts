@@ -9,7 +9,7 @@ import type { Principal } from '../context.js'
 import { Sealer, type KeyRing } from '../mrtr/seal.js'
 
 /** The purpose byte of session ids: a requestState token never opens as one, nor the reverse. */
-export const SESSION_PURPOSE = 3
+const SESSION_PURPOSE = 3
 
 /** A session id longer than this is not one mocapi issued (its client info and capabilities are bounded). */
 export const MAX_SESSION_ID_LENGTH = 4096
@@ -75,8 +75,8 @@ export function reduceInfo (value: unknown): Implementation | undefined {
 
 /**
  * Session ids a node keeps opened: a 2025-era client sends its id on every request, and opening
- * it (AES-GCM, JSON, checks) was a third of what mocapi added to a call. Only ids that opened are
- * kept, so a client sending made-up ids fills nothing; past the bound the oldest go first.
+ * it each time costs (bench/README.md#opened-sessions). Only ids that opened are kept, so a client
+ * sending made-up ids fills nothing; past the bound the oldest go first.
  */
 export const MAX_OPENED_SESSIONS = 2048
 

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { InvalidKeyError } from '../errors.js'
 
-export const KEY_BYTES = 32
+const KEY_BYTES = 32
 
 const BASE64_ANY = /^[A-Za-z0-9+/_-]+={0,2}$/
 const HEX = /^[0-9a-fA-F]{64}$/
@@ -51,14 +51,11 @@ function decodeKey (key: unknown, i: number): Buffer {
 }
 
 /**
- * Validates configured keys: a non-empty array of strings, each 32 bytes as base64, base64url or
- * 64 hex digits, none plainly non-random.
+ * Validates configured keys (a non-empty array, as `resolveOptions` and `keysFromEnv` give them):
+ * each a string of 32 bytes as base64, base64url or 64 hex digits, none plainly non-random.
  */
-export function parseKeys (keys: unknown): Buffer[] {
-  if (!Array.isArray(keys) || keys.length === 0) {
-    throw new InvalidKeyError(`requestState.keys must be a non-empty array of keys, got ${Array.isArray(keys) ? 'an empty array' : typeof keys === 'string' ? JSON.stringify(keys) : typeof keys}`)
-  }
-  return keys.map((key: unknown, i) => {
+export function parseKeys (keys: readonly unknown[]): Buffer[] {
+  return keys.map((key, i) => {
     const bytes = decodeKey(key, i)
     const weak = weakness(bytes)
     if (weak !== undefined) throw new InvalidKeyError(`requestState.keys[${i}] ${weak}: use 32 random bytes`)

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import type { NotificationStream } from '../context.js'
+import { ErrorCode } from '../errors.js'
 import type { RequestId } from '../protocol/wire.js'
 
 const SSE_HEADERS = {
@@ -20,13 +21,7 @@ function event (message: object): string {
  */
 export class Lifecycle {
   #closing = false
-  /**
-   * The open replies, as a doubly linked list rather than a Set. A Set churned by one add and
-   * one delete per request rehashes every few requests, and V8 links each replaced table to its
-   * successor (for live iterators); once a dead table reached the old generation, that link kept
-   * each newer table, and every request its entries held, alive through young-generation
-   * collections. Measured: ~2 MB promoted per scavenge, which doubled the CPU of an asking call.
-   */
+  /** The open replies, as a doubly linked list: a Set churned once per request kept dead requests alive (bench/README.md#churn). */
   #head: OpenReply | undefined
   readonly #grace: number
   readonly #closeIdleConnections: () => void
@@ -90,7 +85,7 @@ export class Lifecycle {
 }
 
 /** One open reply in a {@link Lifecycle}'s list. */
-export interface OpenReply {
+interface OpenReply {
   readonly channel: ReplyChannel
   prev: OpenReply | undefined
   next: OpenReply | undefined
@@ -106,7 +101,7 @@ export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): Fastify
 }
 
 /** How much a reply stream may hold unsent, and where it says why it gave up. */
-export interface ChannelLimits {
+interface ChannelLimits {
   /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. */
   maxBufferedBytes: number
 }
@@ -161,7 +156,7 @@ export class ReplyChannel implements NotificationStream {
 
   /**
    * Aborts the signal with `reason`. Until someone reads the signal, only the first reason is
-   * kept: most replies end without anyone holding it, and need no controller.
+   * kept: most replies end without anyone holding it, and need no controller (bench/README.md#lazy-abort).
    */
   abort (reason: string): void {
     if (this.#controller === undefined) this.#abortedFor ??= reason
@@ -233,6 +228,6 @@ export class ReplyChannel implements NotificationStream {
       this.#reply.raw.destroy()
       return
     }
-    this.finish({ jsonrpc: '2.0', id: this.#id, error: { code: -32603, message: 'The server shut down before the request completed' } }, 503)
+    this.finish({ jsonrpc: '2.0', id: this.#id, error: { code: ErrorCode.InternalError, message: 'The server shut down before the request completed' } }, 503)
   }
 }

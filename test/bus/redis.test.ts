@@ -58,6 +58,16 @@ async function startRedis (t: Test): Promise<RedisServer> {
   return { url: `redis://127.0.0.1:${port}`, port, stop }
 }
 
+/** What `fn` throws; fails the test when it returns. */
+function thrown (fn: () => unknown): unknown {
+  try {
+    fn()
+  } catch (error) {
+    return error
+  }
+  throw new Error('expected a throw')
+}
+
 async function until (condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
   for (let attempt = 0; !(await condition()); attempt++) {
     if (attempt === 200) throw new Error(`timed out waiting until ${what}`)
@@ -146,7 +156,7 @@ async function redisTests (t: Test): Promise<void> {
     const heard: BusEvent[] = []
     await bus.subscribe(() => { throw new Error('listener broke') })
     await bus.subscribe((event) => heard.push(event))
-    const junk = ['not json', '42', 'null', '"tools"', '[]', '{"kind":"nope"}', '{"kind":"resource"}', '{"kind":"resource","uri":5}', '{"kind":"__proto__"}',
+    const junk = ['not json', '42', 'null', '"tools"', '[]', '{}', '{"kind":5}', '{"kind":"nope"}', '{"kind":"resource"}', '{"kind":"resource","uri":5}', '{"kind":"__proto__"}',
       '{"kind":"session","op":"level","level":"info"}', '{"kind":"session","session":"s","op":"level","level":"loud"}',
       '{"kind":"session","session":"s","op":"subscribe"}', '{"kind":"session","session":"s","op":"cancel","requestId":{}}',
       '{"kind":"session","session":"s","op":"other"}']
@@ -277,20 +287,24 @@ async function redisTests (t: Test): Promise<void> {
     for (const publish of waiting) await t.rejects(publish, 'closing fails the events that waited')
   })
 
-  t.test('options are checked when the bus is built', async (t) => {
+  t.test('options are checked when the bus is built, with the plugin\'s coded error naming the value', async (t) => {
     const cases: Array<[unknown, string]> = [
-      [{ url: 6379 }, 'mocapi: RedisBus url must be a string, got number'],
+      [{ url: 6379 }, 'mocapi: RedisBus url must be a string, got 6379'],
       [{ channel: '' }, 'mocapi: RedisBus channel must be a non-empty string, got ""'],
       [{ channel: 7 }, 'mocapi: RedisBus channel must be a non-empty string, got 7'],
-      [{ onError: 'log' }, 'mocapi: RedisBus onError must be a function, got string'],
-      [{ client: {} }, 'mocapi: RedisBus client must be a redis client (it has no duplicate())'],
-      [{ client: null }, 'mocapi: RedisBus client must be a redis client (it has no duplicate())'],
+      [{ onError: 'log' }, 'mocapi: RedisBus onError must be a function, got "log"'],
+      [{ client: {} }, 'mocapi: RedisBus client must be a redis client (with duplicate()), got an object'],
+      [{ client: null }, 'mocapi: RedisBus client must be a redis client (with duplicate()), got null'],
       [{ maxPending: 0 }, 'mocapi: RedisBus maxPending must be a positive integer, got 0'],
       [{ maxPending: 1.5 }, 'mocapi: RedisBus maxPending must be a positive integer, got 1.5'],
+      [{ maxPending: '10' }, 'mocapi: RedisBus maxPending must be a positive integer, got "10"'],
       [{ client: createClient(), url: redis.url }, 'mocapi: RedisBus takes url or client, not both'],
     ]
     for (const [options, message] of cases) {
-      t.throws(() => new RedisBus(options as ConstructorParameters<typeof RedisBus>[0]), { name: 'TypeError', message })
+      const error = thrown(() => new RedisBus(options as ConstructorParameters<typeof RedisBus>[0]))
+      t.type(error, TypeError, message)
+      t.equal((error as { code?: string }).code, 'FST_MOCAPI_INVALID_OPTION', message)
+      t.equal((error as Error).message, message)
     }
     const bus = new RedisBus()
     t.equal(bus.malformed, 0, 'no options at all: the defaults')

@@ -126,13 +126,6 @@ t.test('a token of the object format of version 1 is refused', async (t) => {
   t.equal(reason(() => codec.decode(seal(key, JSON.stringify({ ...payload, issuedAt: T0 })))), 'malformed payload')
 })
 
-t.test('encode refuses a principal that is neither a string nor null', async (t) => {
-  const codec = codecFor([ephemeralKey()])
-  for (const principal of [undefined, 7, {}]) {
-    t.throws(() => codec.encode({ ...payload, principal } as never), { name: 'TypeError', message: /principal must be a string or null/ })
-  }
-})
-
 t.test('default clock and length limit', async (t) => {
   const codec = new RequestStateCodec({ ring: new KeyRing([ephemeralKey()]), ttl: TTL })
   const before = Date.now()
@@ -398,28 +391,10 @@ t.test('payload shape is checked after decryption', async (t) => {
   t.equal(reason(() => codec.decode(seal(key, infinite))), 'malformed payload')
 })
 
-t.test('constructor options are validated', async (t) => {
-  const key = ephemeralKey()
-  const ring = new KeyRing([key])
-  const rings: Array<[string, unknown]> = [
-    ['keys', []],
-    ['keys', 'k'],
-    ['keys\\[1\\] must be 32 bytes', [key, Buffer.alloc(16)]],
-    ['keys\\[0\\] must be 32 bytes', [key.toString('base64')]],
-  ]
-  for (const [message, keys] of rings) {
-    t.throws(() => new KeyRing(keys as never), { name: 'TypeError', message: new RegExp(message) })
-  }
-  const bad: Array<[string, unknown]> = [
-    ['ttl', { ring, ttl: '600000' }],
-    ['ttl', { ring, ttl: 0 }],
-    ['ttl', { ring, ttl: Infinity }],
-    ['ttl', { ring, ttl: NaN }],
-    ['now', { ring, ttl: TTL, now: 5 }],
-    ['maxLength', { ring, ttl: TTL, maxTokenLength: 1.5 }],
-    ['maxLength', { ring, ttl: TTL, maxTokenLength: 0 }],
-  ]
-  for (const [message, opts] of bad) {
-    t.throws(() => new RequestStateCodec(opts as never), { name: 'TypeError', message: new RegExp(message) })
-  }
+t.test('a high limit holds no memory: seal and open allocate per token', async (t) => {
+  // 48 MiB of characters would have reserved two 36 MiB buffers up front.
+  const before = process.memoryUsage().arrayBuffers
+  const codec = codecFor([ephemeralKey()], { maxTokenLength: 48 * 1024 * 1024 })
+  t.ok(process.memoryUsage().arrayBuffers - before < 1024 * 1024, 'under 1 MiB more after building the codec')
+  t.same(codec.decode(codec.encode(payload)), { ...payload, issuedAt: T0 })
 })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { requestedSchema, type McpContext, type ToolReturn } from '../../lib/index.js'
+import { InvalidArgumentError, requestedSchema, type McpContext, type ToolReturn } from '../../lib/index.js'
 import { build, meta, rpc, MOCAPI_VERSION } from '../helpers.js'
 
 type Test = Parameters<typeof build>[0]
@@ -163,16 +163,21 @@ t.test('without a requested level no log message is sent', async (t) => {
 
 t.test('an unknown log level throws a type error', async (t) => {
   let message = ''
+  let caught: unknown
   const app = await server(t, (_args, ctx) => {
     try {
       ctx.log('loud' as never, 'x')
     } catch (error) {
+      caught = error
       message = `${(error as Error).name}: ${(error as Error).message}`
     }
     return 'after'
   })
   const { body } = await call(app, 'tools/call', { name: 'work' }, { meta: meta({}, { [LOG_LEVEL]: 'debug' }) })
   t.equal(message, 'TypeError: level must be one of debug, info, notice, warning, error, critical, alert, emergency, got loud')
+  t.ok(caught instanceof InvalidArgumentError && caught instanceof TypeError, 'an InvalidArgumentError, which is a TypeError')
+  t.equal((caught as { code?: string }).code, 'FST_MOCAPI_INVALID_ARGUMENT')
+  t.notOk(new TypeError('x') instanceof InvalidArgumentError, 'no other TypeError passes for one')
   t.equal(body.result.content[0].text, 'after', 'nothing was streamed')
 })
 
