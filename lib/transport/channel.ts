@@ -101,7 +101,7 @@ export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): Fastify
 }
 
 /** How much a reply stream may hold unsent, and where it says why it gave up. */
-interface ChannelLimits {
+export interface ChannelLimits {
   /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. */
   maxBufferedBytes: number
 }
