@@ -103,8 +103,8 @@ export function missingCapability (requiredCapabilities: Record<string, unknown>
     { statusCode, data: { requiredCapabilities } })
 }
 
-export function unsupportedVersion (requested: unknown, supported: readonly string[]): McpError {
-  return new McpError(ErrorCode.UnsupportedProtocolVersion, 'Unsupported protocol version',
+export function unsupportedVersion (requested: unknown, supported: readonly string[], message = 'Unsupported protocol version'): McpError {
+  return new McpError(ErrorCode.UnsupportedProtocolVersion, message,
     { statusCode: 400, data: { supported: [...supported], requested } })
 }
 

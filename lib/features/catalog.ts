@@ -6,6 +6,16 @@ import { DuplicateDefinitionError, InvalidDefinitionError } from '../errors.js'
  * Decides whether the caller may see and use a tool, prompt or resource. Hidden means absent:
  * it is left out of lists and answered exactly like one that does not exist. A check that
  * throws hides the item (fail closed).
+ *
+ * Time: a request that names an item runs that item's check. So that one naming nothing is not
+ * told apart by being faster, while some item of the kind has a check, it runs the first such
+ * check (in registration order), `ctx` unchanged, and drops its answer (a throw is not logged).
+ * That evens the two out when the checks of a kind cost alike, as one shared lookup does; checks
+ * that cost differently per item still tell them apart, and mocapi cannot know what a check
+ * costs. Where it matters, do the slow part once per request before mocapi runs (an `onRequest`
+ * or `preHandler` hook that loads the caller's grants onto the request, which every request
+ * pays, whatever it names), and keep checks synchronous reads of it. A check can also be called
+ * for an item the request does not name (lists run every check), so keep it free of side effects.
  */
 export type AccessCheck = (ctx: McpContext) => boolean | Promise<boolean>
 
@@ -34,7 +44,8 @@ export async function allowed (entry: Entry<unknown>, ctx: McpContext): Promise<
 export class Catalog<L, E extends Entry<L>> {
   readonly #entries = new Map<string, E>()
   #listed: L[] | undefined
-  #guarded = 0
+  /** The items with an access check, in registration order. */
+  readonly #guarded = new Set<E>()
 
   get size (): number {
     return this.#entries.size
@@ -42,7 +53,7 @@ export class Catalog<L, E extends Entry<L>> {
 
   /** True when some item has an access check, so lists vary by caller. */
   get varies (): boolean {
-    return this.#guarded > 0
+    return this.#guarded.size > 0
   }
 
   /** Checks what every new item needs: a key not taken, only known fields, a handler function. */
@@ -64,7 +75,7 @@ export class Catalog<L, E extends Entry<L>> {
   /** Stores a checked item; a kind's own `add` checks the definition first. */
   put (key: string, entry: E): void {
     this.#entries.set(key, entry)
-    if (entry.canAccess !== undefined) this.#guarded++
+    if (entry.canAccess !== undefined) this.#guarded.add(entry)
     this.#listed = undefined
   }
 
@@ -73,7 +84,7 @@ export class Catalog<L, E extends Entry<L>> {
     const entry = this.#entries.get(key)
     if (entry === undefined) return undefined
     this.#entries.delete(key)
-    if (entry.canAccess !== undefined) this.#guarded--
+    this.#guarded.delete(entry)
     this.#listed = undefined
     return entry
   }
@@ -86,7 +97,7 @@ export class Catalog<L, E extends Entry<L>> {
 
   /** The listed forms `ctx`'s caller may see. */
   async visible (ctx: McpContext): Promise<L[]> {
-    if (this.#guarded === 0) return this.list()
+    if (this.#guarded.size === 0) return this.list()
     const shown: L[] = []
     for (const entry of this.#entries.values()) {
       if (await allowed(entry, ctx)) shown.push(entry.listed)
@@ -96,12 +107,29 @@ export class Catalog<L, E extends Entry<L>> {
 
   /**
    * The item, when it exists and `ctx`'s caller may see it. Synchronous for an item without an
-   * access check, so the common call pays no extra promise tick.
+   * access check, so the common call pays no extra promise tick. A key that names nothing waits
+   * for {@link absent}, so it costs what a hidden item does; `evenly: false` skips that, for a
+   * check whose time no caller measures (whether a listen stream hears of a change).
    */
-  find (key: string, ctx: McpContext): E | undefined | Promise<E | undefined> {
+  find (key: string, ctx: McpContext, evenly = true): E | undefined | Promise<E | undefined> {
     const entry = this.#entries.get(key)
-    if (entry?.canAccess === undefined) return entry
+    if (entry === undefined) return evenly && this.#guarded.size > 0 ? this.absent(ctx) : undefined
+    if (entry.canAccess === undefined) return entry
     return allowed(entry, ctx).then((ok) => ok ? entry : undefined)
+  }
+
+  /**
+   * What a request that names no item of this kind waits for, so that it takes as long as one
+   * naming a hidden item: the first access check of the kind, its answer dropped and a throw
+   * unlogged (see {@link AccessCheck}). Nothing when no item has a check.
+   */
+  async absent (ctx: McpContext): Promise<undefined> {
+    const stand = this.#guarded.values().next().value
+    if (stand === undefined) return undefined
+    try {
+      await (stand.canAccess as AccessCheck)(ctx)
+    } catch {}
+    return undefined
   }
 }
 

@@ -27,7 +27,7 @@ export interface PromptDefinition {
   arguments?: PromptArgument[]
   icons?: JsonObject[]
   _meta?: JsonObject
-  /** Whether the caller may see and get the prompt; hidden prompts answer like absent ones. Not listed. */
+  /** Whether the caller may see and get the prompt; hidden prompts answer like absent ones, in time too as far as {@link AccessCheck} says. Not listed. */
   canAccess?: AccessCheck
 }
 

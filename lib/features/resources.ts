@@ -21,7 +21,7 @@ export interface ResourceDefinition {
   _meta?: JsonObject
   /** Caching hints of its `resources/read` result; default the `cache.resources` option. Not listed. */
   cache?: CacheHint
-  /** Whether the caller may see and read the resource; hidden ones answer like absent ones. Not listed. */
+  /** Whether the caller may see and read the resource; hidden ones answer like absent ones, in time too as far as {@link AccessCheck} says. Not listed. */
   canAccess?: AccessCheck
 }
 
@@ -39,7 +39,7 @@ export interface ResourceTemplateDefinition {
   complete?: Record<string, CompletionSource>
   /** Caching hints of its `resources/read` results. Not listed. */
   cache?: CacheHint
-  /** Whether the caller may see and read through the template. Not listed. */
+  /** Whether the caller may see and read through the template; in time, as {@link AccessCheck} says. Not listed. */
   canAccess?: AccessCheck
 }
 
@@ -198,16 +198,22 @@ export class Resources {
 
   /**
    * What serves `uri` for `ctx`'s caller: the fixed resource, else the first template that
-   * matches; a hidden one is passed over exactly as an absent one is.
+   * matches; a hidden one is passed over exactly as an absent one is. `evenly` (a request's
+   * read): a URI without a fixed resource, or that no guarded template matches, also waits for
+   * one check of that kind, as a hidden one does (see `Catalog.absent`).
    */
-  async resolve (uri: string, ctx: McpContext): Promise<{ entry: Readable, run: () => ResourceReturn | undefined | Promise<ResourceReturn | undefined> } | undefined> {
-    const resource = await this.#resources.find(uri, ctx)
+  async resolve (uri: string, ctx: McpContext, evenly: boolean): Promise<{ entry: Readable, run: () => ResourceReturn | undefined | Promise<ResourceReturn | undefined> } | undefined> {
+    const resource = await this.#resources.find(uri, ctx, evenly)
     if (resource !== undefined) return { entry: resource, run: () => resource.handler(uri, ctx) }
+    let checked = false
     for (const template of this.#templates.values()) {
       const variables = template.template.match(uri)
-      if (variables === undefined || !(await allowed(template, ctx))) continue
+      if (variables === undefined) continue
+      if (template.canAccess !== undefined) checked = true
+      if (!(await allowed(template, ctx))) continue
       return { entry: template, run: () => template.handler(uri, variables, ctx) }
     }
+    if (evenly && !checked) await this.#templates.absent(ctx)
     return undefined
   }
 
@@ -216,7 +222,7 @@ export class Resources {
    * one answer for all when no resource checks access, else a check per caller.
    */
   visibility = (uri: string): boolean | ((ctx: McpContext) => Promise<boolean>) => {
-    if (this.varies) return async (ctx) => (await this.resolve(uri, ctx)) !== undefined
+    if (this.varies) return async (ctx) => (await this.resolve(uri, ctx, false)) !== undefined
     if (this.#resources.entry(uri) !== undefined) return true
     for (const template of this.#templates.values()) if (template.template.match(uri) !== undefined) return true
     return false
@@ -227,7 +233,7 @@ export class Resources {
     const uri = ctx.params.uri as string
     checkUriLength(uri, this.#settings.maxUriLength)
     const notFound = () => invalidParams('Resource not found', 200, { uri })
-    const found = await this.resolve(uri, ctx)
+    const found = await this.resolve(uri, ctx, true)
     if (found === undefined) throw notFound()
     try {
       const outcome = await this.#engine.run(ctx, `resource ${uri}`, found.run)

@@ -26,7 +26,11 @@ export interface ToolDefinition {
   annotations?: JsonObject
   icons?: JsonObject[]
   _meta?: JsonObject
-  /** Whether the caller may see and call the tool; hidden tools answer like absent ones. Not listed. */
+  /**
+   * Whether the caller may see and call the tool; hidden tools answer like absent ones, and a call
+   * naming no tool runs the first tool's check so it takes as long (checks that cost differently per
+   * tool still tell them apart: see {@link AccessCheck}). Not listed.
+   */
   canAccess?: AccessCheck
 }
 

@@ -3,6 +3,7 @@
  * `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, and `_meta`.
  */
 import type { IncomingHttpHeaders } from 'node:http'
+import { describe } from '../check.js'
 import { headerMismatch, invalidParams, invalidRequest } from '../errors.js'
 import {
   META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, LOGGING_LEVELS,
@@ -124,6 +125,19 @@ export function checkLegacyMeta (params: JsonObject): void {
   if (meta === undefined) return
   if (!isPlainObject(meta)) throw invalidParams('params._meta must be an object')
   checkProgressToken(meta, 200)
+}
+
+/**
+ * Checks the version a 2025-era request's `_meta` names, when it names one (its clients send none):
+ * it must be the version in force, `from` its version header or its session. A body that names
+ * another, a 2026-07-28 client's `_meta` on a 2025 request, is 400 -32020, as the official SDK
+ * answers it. Runs after {@link checkLegacyMeta}, which found `_meta` absent or an object.
+ */
+export function checkLegacyVersion (params: JsonObject, version: string, from: string): void {
+  const named = (params._meta as JsonObject | undefined)?.[META_PROTOCOL_VERSION]
+  if (named === undefined || named === version) return
+  const shown = describe(typeof named === 'string' ? named.slice(0, 40) : named)
+  throw headerMismatch(`The request headers and body disagree: ${from} is ${version}, params._meta["${META_PROTOCOL_VERSION}"] is ${shown}`)
 }
 
 function checkProgressToken (meta: JsonObject, statusCode: number): void {

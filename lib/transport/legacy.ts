@@ -13,7 +13,7 @@ import type { Session, SessionCodec } from '../legacy/session.js'
 import { legacyError, legacyResult } from '../legacy/shape.js'
 import { StreamDelivery } from '../legacy/stream-delivery.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
-import { checkLegacyMeta, header, type Message } from '../protocol/envelope.js'
+import { checkLegacyMeta, checkLegacyVersion, header, type Message } from '../protocol/envelope.js'
 import { LEGACY_VERSIONS, type JsonObject } from '../protocol/wire.js'
 import { UNWATCHED } from './calls.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
@@ -107,6 +107,7 @@ export class LegacyTransport implements Era {
     const headerVersion = header(request.headers, 'mcp-protocol-version')
     if (message.kind === 'request') checkLegacyMeta(message.params)
     if (message.kind === 'request' && message.method === 'initialize') {
+      if (headerVersion !== undefined && headerVersion !== '') checkLegacyVersion(message.params, headerVersion, 'the MCP-Protocol-Version header')
       const requested = message.params.protocolVersion
       // The spec's negotiation: the version asked for when served, else the newest served.
       const version = typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[0]
@@ -125,6 +126,7 @@ export class LegacyTransport implements Era {
     if (message.kind === 'response') return this.#answer(reply, message, session, principal)
     // A legacy request without a session came with a 2025 version header: that is how it was told apart.
     const version = session?.version ?? headerVersion as string
+    checkLegacyVersion(message.params, version, headerVersion === undefined ? 'the session\'s version' : 'the MCP-Protocol-Version header')
     return this.#call(request, reply, message, this.#client(version, session), principal, undefined)
   }
 

@@ -10,7 +10,7 @@ import type { Delivery } from '../mrtr/engine.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
 import { checkModernRequest, header, type Message } from '../protocol/envelope.js'
 import {
-  META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type Implementation, type JsonObject,
+  LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type Implementation, type JsonObject,
 } from '../protocol/wire.js'
 import { UNWATCHED } from './calls.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
@@ -50,7 +50,14 @@ export class ModernTransport implements Era {
     const version = header(request.headers, 'mcp-protocol-version')
     if (version === undefined || version === '') throw headerMismatch('The MCP-Protocol-Version header is required')
     const meta = checkModernRequest(message, request.headers, version)
-    if (version !== PROTOCOL_VERSION) throw unsupportedVersion(version, parts.supportedVersions)
+    // Only server/discover gets here with another version: the route sends a request with a 2025
+    // header to its era, and refuses one with an unknown version. A 2025 revision has no
+    // server/discover, so the versions it is served at are 2026-07-28 alone, whatever else is.
+    if (version !== PROTOCOL_VERSION) {
+      if (!LEGACY_VERSIONS.includes(version)) throw unsupportedVersion(version, parts.supportedVersions)
+      throw unsupportedVersion(version, [PROTOCOL_VERSION],
+        `Unsupported protocol version for server/discover: it is a ${PROTOCOL_VERSION} method, which ${version} does not have`)
+    }
     const client = {
       protocolVersion: version,
       capabilities: meta[META_CLIENT_CAPABILITIES],

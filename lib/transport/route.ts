@@ -25,14 +25,39 @@ import type { ModernTransport } from './modern.js'
 import type { ProtectedResource } from './oauth.js'
 
 /**
+ * The codes fast-jwt gives a bearer token that fails verification: the token is at fault, and the
+ * answer is 401. `@fastify/jwt` (10.x) gives a status to some and passes the others on without
+ * one: a token not yet valid (`nbf`), of a refused algorithm, type or crit header, with a claim of
+ * the wrong type, a payload that is no object, or a signature its key cannot read. Left out, as
+ * the server's own failures (500, logged): a bad option, a missing or unusable key, a key that
+ * could not be fetched, a failed signing.
+ */
+const TOKEN_FAILURES: ReadonlySet<unknown> = new Set([
+  'FAST_JWT_INACTIVE',
+  'FAST_JWT_EXPIRED',
+  'FAST_JWT_MALFORMED',
+  'FAST_JWT_INVALID_TYPE',
+  'FAST_JWT_INVALID_ALGORITHM',
+  'FAST_JWT_INVALID_CRIT_HEADER',
+  'FAST_JWT_INVALID_CLAIM_TYPE',
+  'FAST_JWT_INVALID_CLAIM_VALUE',
+  'FAST_JWT_MISSING_REQUIRED_CLAIM',
+  'FAST_JWT_INVALID_PAYLOAD',
+  'FAST_JWT_INVALID_SIGNATURE',
+  'FAST_JWT_MISSING_SIGNATURE',
+  'FAST_JWT_VERIFY_ERROR',
+])
+
+/**
  * Turns any error raised while serving the endpoint into a JSON-RPC error. Handlers' errors never
  * get here (each feature maps its own); what does comes from mocapi, from Fastify reading the
  * body, or from the app's own hooks, whose 4xx (an auth check's 401, a rate limit's 429) stand.
+ * A bearer token's verification failure is 401 even when its library gave it no status.
  */
 function toMcpError (error: unknown): McpError {
   if (error instanceof McpError) return error
   const fastify = (typeof error === 'object' && error !== null ? error : {}) as Partial<FastifyError>
-  const status = typeof fastify.statusCode === 'number' ? fastify.statusCode : 500
+  const status = typeof fastify.statusCode === 'number' ? fastify.statusCode : TOKEN_FAILURES.has(fastify.code) ? 401 : 500
   if (fastify.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return parseError('Parse error: the body is empty')
   if (fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return parseError()
   if (status === 413) return invalidRequest('The request body is larger than the server accepts', 413)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, call } from '../helpers.js'
+import { build, call, capturedLogs } from '../helpers.js'
 
 /** A server whose items are visible by the x-role header. */
 async function guarded (t: Parameters<typeof build>[0]) {
@@ -17,6 +17,13 @@ async function guarded (t: Parameters<typeof build>[0]) {
 }
 
 const admin = { headers: { 'x-role': 'admin' } }
+
+/** A promise and its resolve (Promise.withResolvers is Node 22). */
+function deferred () {
+  let release!: () => void
+  const promise = new Promise<void>((resolve) => { release = resolve })
+  return { promise, resolve: () => release() }
+}
 
 t.test('lists show only what the caller may see, and are private', async (t) => {
   const app = await guarded(t)
@@ -71,4 +78,68 @@ t.test('removing a guarded item keeps the others guarded', async (t) => {
 t.test('canAccess must be a function', async (t) => {
   const app = await build(t)
   t.throws(() => app.mcp.tool({ name: 'x', canAccess: true as never }, () => 'x'), /tool "x" canAccess must be a function/)
+})
+
+t.test('a request naming nothing waits for one access check of its kind, as one naming a hidden item does', async (t) => {
+  // Every check blocks on the gate of the case under way, so the test sees which ran before the answer.
+  let gate = deferred()
+  let entered = deferred()
+  const checks: string[] = []
+  const check = (kind: string) => async () => {
+    checks.push(kind)
+    entered.resolve()
+    await gate.promise
+    return false
+  }
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'open' }, () => 'open')
+      .tool({ name: 'vault', canAccess: check('tool') }, () => 'never')
+      .tool({ name: 'vault_2', canAccess: check('second tool') }, () => 'never')
+      .prompt({ name: 'vault', canAccess: check('prompt'), arguments: [{ name: 'a', complete: ['x'] }] }, () => 'never')
+      .resource({ uri: 'test://vault', name: 'vault', canAccess: check('resource') }, () => 'never')
+      .resourceTemplate({ uriTemplate: 'test://vault/{id}', name: 'vault_t', canAccess: check('template'), complete: { id: ['1'] } }, () => 'never')
+  })
+  const complete = (ref: object): Record<string, unknown> => ({ ref, argument: { name: 'a', value: '' } })
+  const cases: Array<[string, string, Record<string, unknown>, Record<string, unknown>, string[]]> = [
+    ['tools/call', 'tools/call', { name: 'vault' }, { name: 'nothing' }, ['tool']],
+    ['prompts/get', 'prompts/get', { name: 'vault' }, { name: 'nothing' }, ['prompt']],
+    ['a prompt\'s completion', 'completion/complete', complete({ type: 'ref/prompt', name: 'vault' }), complete({ type: 'ref/prompt', name: 'nothing' }), ['prompt']],
+    ['a template\'s completion', 'completion/complete', complete({ type: 'ref/resource', uri: 'test://vault/{id}' }), complete({ type: 'ref/resource', uri: 'test://nothing/{id}' }), ['template']],
+    ['a fixed resource', 'resources/read', { uri: 'test://vault' }, { uri: 'test://nothing' }, ['resource', 'template']],
+    ['a template', 'resources/read', { uri: 'test://vault/7' }, { uri: 'test://nothing/7' }, ['resource', 'template']],
+  ]
+  for (const [label, method, hidden, absent, kinds] of cases) {
+    const answers = []
+    for (const [which, params] of [['hidden', hidden], ['absent', absent]] as const) {
+      gate = deferred()
+      entered = deferred()
+      checks.length = 0
+      let answered = false
+      const reply = call(app, method, params).then((reply) => { answered = true; return reply })
+      t.equal(await Promise.race([entered.promise.then(() => 'a check ran'), reply.then(() => 'answered')]), 'a check ran', `${label}, ${which}: a check runs first`)
+      await new Promise((resolve) => setImmediate(resolve))
+      t.notOk(answered, `${label}, ${which}: the answer waits for it`)
+      gate.resolve()
+      const { status, body } = await reply
+      t.same(checks, kinds, `${label}, ${which}: one check of each kind it looked in`)
+      answers.push([status, body.error.code, body.error.message.replace(/vault|nothing/g, '…')])
+    }
+    t.same(answers[0], answers[1], `${label}: hidden and absent are answered alike`)
+  }
+  checks.length = 0
+  t.same((await call(app, 'tools/call', { name: 'open' })).body.result.content, [{ type: 'text', text: 'open' }])
+  t.same(checks, [], 'a tool without a check runs none')
+})
+
+t.test('the check a request naming nothing waits for is not logged when it throws: the warning is for the item it guards', async (t) => {
+  const logs = capturedLogs('warn')
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'broken', canAccess: async () => { throw new Error('directory down') } }, () => 'never')
+  }, logs.options)
+  const absent = await call(app, 'tools/call', { name: 'nothing' })
+  t.same(absent.body.error, { code: -32602, message: 'Unknown tool: nothing' })
+  t.same(logs.lines, [], 'nothing logged for a tool no one asked for')
+  const hidden = await call(app, 'tools/call', { name: 'broken' })
+  t.same(hidden.body.error, { code: -32602, message: 'Unknown tool: broken' })
+  t.match(logs.lines, [{ level: 40, msg: 'mocapi canAccess threw; the item stays hidden' }])
 })

@@ -204,3 +204,42 @@ t.test('a 2025-era request\'s _meta is an object, and its progress token a strin
     t.same(reply.body.result.content, [{ type: 'text', text: 'echo a' }], `progressToken ${JSON.stringify(progressToken)} is taken`)
   }
 })
+
+t.test('a 2025 request whose _meta names another protocol version is 400 -32020 naming both, and runs nothing', async (t) => {
+  let runs = 0
+  const app = await build(t, {}, (app) => { app.mcp.tool({ name: 'count' }, () => `run ${++runs}`) })
+  const { session } = await initialize(app)
+  const named = (version: unknown) => ({ _meta: { 'io.modelcontextprotocol/protocolVersion': version } })
+  const toolCall = (version: unknown) => ({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'count', ...named(version) } })
+  const header = 'the MCP-Protocol-Version header is 2025-11-25'
+  const refused: Array<[string, object, Record<string, string>, string]> = [
+    ['a version header, no session', toolCall(VERSION), { 'mcp-protocol-version': '2025-11-25' }, `${header}, params._meta["io.modelcontextprotocol/protocolVersion"] is "${VERSION}"`],
+    ['a session and its version header', toolCall(VERSION), { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, `${header}, params._meta["io.modelcontextprotocol/protocolVersion"] is "${VERSION}"`],
+    ['a session alone', toolCall(VERSION), { 'mcp-session-id': session }, `the session's version is 2025-11-25, params._meta["io.modelcontextprotocol/protocolVersion"] is "${VERSION}"`],
+    ['another 2025 version', toolCall('2025-06-18'), { 'mcp-session-id': session }, 'the session\'s version is 2025-11-25, params._meta["io.modelcontextprotocol/protocolVersion"] is "2025-06-18"'],
+    ['a version that is no string', toolCall(20260728), { 'mcp-protocol-version': '2025-11-25' }, `${header}, params._meta["io.modelcontextprotocol/protocolVersion"] is 20260728`],
+    ['a long version, shown cut', toolCall('9'.repeat(5000)), { 'mcp-protocol-version': '2025-11-25' }, `${header}, params._meta["io.modelcontextprotocol/protocolVersion"] is "${'9'.repeat(40)}"`],
+    ['an initialize', { jsonrpc: '2.0', id: 7, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' }, ...named(VERSION) } },
+      { 'mcp-protocol-version': '2025-11-25' }, `${header}, params._meta["io.modelcontextprotocol/protocolVersion"] is "${VERSION}"`],
+  ]
+  for (const [label, body, headers, detail] of refused) {
+    const reply = await post(app, body, headers)
+    t.same([reply.status, reply.body], [400, { jsonrpc: '2.0', id: 7, error: { code: -32020, message: `The request headers and body disagree: ${detail}` } }], label)
+    t.notOk(reply.headers['mcp-session-id'], `${label}: no session opened`)
+  }
+  t.equal(runs, 0, 'no refused request ran the tool')
+  const taken: Array<[string, object, Record<string, string>]> = [
+    ['the version of the header, no session', toolCall('2025-06-18'), { 'mcp-protocol-version': '2025-06-18' }],
+    ['the version of the session', toolCall('2025-11-25'), { 'mcp-session-id': session }],
+    ['the version of the session and its header', toolCall('2025-11-25'), { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }],
+    ['no version named', { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'count', _meta: {} } }, { 'mcp-session-id': session }],
+  ]
+  for (const [index, [label, body, headers]] of taken.entries()) {
+    const reply = await post(app, body, headers)
+    t.same([reply.status, reply.body.result.content[0].text], [200, `run ${index + 1}`], label)
+  }
+  for (const [label, headers] of [['with the header of its version', { 'mcp-protocol-version': '2025-06-18' }], ['with an empty header', { 'mcp-protocol-version': '' }]] as const) {
+    const init = await post(app, { jsonrpc: '2.0', id: 8, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '1' }, ...named('2025-06-18') } }, headers)
+    t.equal(init.body.result.protocolVersion, '2025-06-18', `an initialize ${label} naming its version in _meta is served`)
+  }
+})

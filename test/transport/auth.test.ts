@@ -1,8 +1,9 @@
 import t from 'tap'
+import { generateKeyPairSync, sign } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import mocapi, { type MocapiOptions } from '../../lib/index.js'
-import { KEY, call } from '../helpers.js'
+import { KEY, call, capturedLogs } from '../helpers.js'
 
 /** An app protected the documented way: @fastify/jwt in onRequest, the metadata routes let through. */
 async function protectedApp (t: { teardown: (fn: () => unknown) => void }, options: MocapiOptions = {}): Promise<FastifyInstance> {
@@ -79,6 +80,70 @@ t.test('without a configured resource, a forged Host never becomes the resource:
   }
   const local = await app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource', headers: { host: 'localhost:3000' } })
   t.equal(local.json().resource, 'http://localhost:3000/mcp')
+})
+
+t.test('a bearer token that fails verification is 401 with the challenge, not logged as an error, whatever status @fastify/jwt gave it', async (t) => {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  const logs = capturedLogs()
+  const app = Fastify(logs.options)
+  // ES256 and a checked typ, so that every way fast-jwt refuses a token can be reached.
+  await app.register(fastifyJwt, {
+    secret: { private: privateKey.export({ type: 'pkcs8', format: 'pem' }), public: publicKey.export({ type: 'spki', format: 'pem' }) },
+    sign: { algorithm: 'ES256' },
+    verify: { checkTyp: 'JWT' },
+  })
+  app.addHook('onRequest', async (request) => { await request.jwtVerify() })
+  const codes: unknown[] = []
+  app.addHook('onError', async (_request, _reply, error) => { codes.push(error.code) })
+  await app.register(mocapi, { requestState: { keys: [KEY] }, protectedResource: { authorizationServers: ['https://auth.example.com'] } })
+  app.mcp.tool({ name: 'whoami' }, (_args, ctx) => `you are ${ctx.principal}`)
+  t.teardown(() => app.close())
+  await app.ready()
+
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
+  const es256 = (header: object, payload: unknown) => {
+    const input = `${part(header)}.${part(payload)}`
+    return `${input}.${sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`
+  }
+  const header = { alg: 'ES256', typ: 'JWT' }
+  const now = Math.floor(Date.now() / 1000)
+  const valid = app.jwt.sign({ sub: 'alice' })
+  const cases: Array<[string, string, string]> = [
+    ['a token whose nbf is in the future', app.jwt.sign({ sub: 'alice', nbf: now + 3600 }), 'FAST_JWT_INACTIVE'],
+    ['a claim of the wrong type', es256(header, { sub: 'alice', nbf: 'soon' }), 'FAST_JWT_INVALID_CLAIM_TYPE'],
+    ['an algorithm the server does not take', `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ sub: 'alice' })}.c2ln`, 'FAST_JWT_INVALID_ALGORITHM'],
+    ['a crit header the server does not know', es256({ ...header, crit: ['x-odd'], 'x-odd': 1 }, { sub: 'alice' }), 'FAST_JWT_INVALID_CRIT_HEADER'],
+    ['a payload that is no object', es256(header, ['alice']), 'FAST_JWT_INVALID_PAYLOAD'],
+    ['a typ other than the one checked', es256({ alg: 'ES256' }, { sub: 'alice' }), 'FAST_JWT_INVALID_TYPE'],
+    ['a signature of the wrong length', `${valid.split('.').slice(0, 2).join('.')}.eHg`, 'FAST_JWT_VERIFY_ERROR'],
+    ['an expired token, which @fastify/jwt gives a 401', app.jwt.sign({ sub: 'alice', exp: now - 60 }), 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED'],
+  ]
+  for (const [label, token, code] of cases) {
+    const { status, body, response } = await call(app, 'tools/call', { name: 'whoami' }, { headers: { authorization: `Bearer ${token}` } })
+    t.equal(codes.at(-1), code, `${label}: @fastify/jwt threw ${code}`)
+    t.equal(status, 401, label)
+    t.equal(response.headers['www-authenticate'], 'Bearer resource_metadata="http://localhost/.well-known/oauth-protected-resource/mcp"', `${label}: the challenge`)
+    t.match(body, { jsonrpc: '2.0', id: null, error: { code: -32600, message: String } }, `${label}: a JSON-RPC error`)
+  }
+  t.same(logs.lines.filter((line) => line.level >= 50), [], 'nothing logged at error level')
+  t.same((await call(app, 'tools/call', { name: 'whoami' }, { headers: { authorization: `Bearer ${valid}` } })).body.result.content, [{ type: 'text', text: 'you are alice' }],
+    'a valid token is served')
+})
+
+t.test('a hook\'s failure that is the server\'s own, not the token\'s, stays 500 -32603 and is logged at error level', async (t) => {
+  const logs = capturedLogs()
+  const app = Fastify(logs.options)
+  app.addHook('onRequest', async (request) => {
+    throw Object.assign(new Error('the key store is down'), { code: String(request.headers['x-code']) })
+  })
+  await app.register(mocapi, { requestState: { keys: [KEY] }, protectedResource: { authorizationServers: ['https://auth.example.com'] } })
+  t.teardown(() => app.close())
+  for (const code of ['FAST_JWT_KEY_FETCHING_ERROR', 'FAST_JWT_MISSING_KEY', 'FAST_JWT_INVALID_OPTION', 'ECONNREFUSED']) {
+    const { status, body, response } = await call(app, 'tools/list', {}, { headers: { 'x-code': code } })
+    t.same([status, body.error], [500, { code: -32603, message: 'Internal error' }], code)
+    t.notOk('www-authenticate' in response.headers, `${code}: no challenge`)
+    t.match(logs.lines.find((line) => line.err?.code === code), { level: 50, msg: 'mocapi internal error' }, `${code}: logged at error level`)
+  }
 })
 
 t.test('a configured resource url is used as given', async (t) => {

@@ -172,6 +172,28 @@ t.test('an unsupported version is -32022 naming every version served, and the on
   }
 })
 
+t.test('server/discover at a 2025 version is -32022 saying it is a 2026-07-28 method, and lists 2026-07-28 only', async (t) => {
+  for (const legacy of ['serve', 'reject'] as const) {
+    const app = await build(t, { legacy })
+    for (const version of ['2025-11-25', '2025-06-18', '2025-03-26']) {
+      const { status, body } = await call(app, 'server/discover', {}, {
+        id: 4,
+        headers: { 'mcp-protocol-version': version },
+        meta: { ...meta({}), 'io.modelcontextprotocol/protocolVersion': version },
+      })
+      t.same([status, body], [400, {
+        jsonrpc: '2.0',
+        id: 4,
+        error: {
+          code: -32022,
+          message: `Unsupported protocol version for server/discover: it is a 2026-07-28 method, which ${version} does not have`,
+          data: { supported: [VERSION], requested: version },
+        },
+      }], `${version}, legacy: ${legacy}`)
+    }
+  }
+})
+
 t.test('mcp-method must be present and match the body', async (t) => {
   const app = await build(t)
   const missing = rpc('server/discover')
