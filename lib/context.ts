@@ -63,7 +63,7 @@ export interface ElicitOptions {
  * A signal aborted when either of two is, with the reason of the first. Not `AbortSignal.any`:
  * on Node 20 a signal it makes is kept for good once it has a listener (nodejs/node#54614).
  */
-function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
+export function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
   const controller = new AbortController()
   if (a.aborted || b.aborted) {
     controller.abort((a.aborted ? a : b).reason)

@@ -115,6 +115,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
       hub,
       exchange,
       subscriptions,
+      batchSize: options.limits.batchSize,
     })
     : undefined
   const tracing = options.tracing ? await callTracing(fastify.log) : undefined

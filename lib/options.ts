@@ -74,6 +74,8 @@ export interface MocapiOptions {
     streamsPerCaller?: number
     /** URIs one stream may subscribe to. Default 256. */
     subscriptionUris?: number
+    /** Messages one POSTed batch may hold (2025-03-26 sessions, the one revision with batches). Default 32. */
+    batchSize?: number
   }
   /** How long handlers still running when the server closes get to finish, in ms, before their requests are ended. Default 10 000, at most 2 147 483 647 (about 24.8 days). */
   shutdownGrace?: number
@@ -119,7 +121,7 @@ export interface ResolvedOptions {
   pageSize: number
   bodyLimit: number
   cache: { discover: Required<CacheHint>, lists: Required<CacheHint>, resources: Required<CacheHint> }
-  limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number }
+  limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number, batchSize: number }
   shutdownGrace: number
   exposeErrors: boolean
   legacy: boolean
@@ -139,6 +141,7 @@ export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
 const DEFAULT_STREAMS = 512
 const DEFAULT_STREAMS_PER_CALLER = 16
 const DEFAULT_SUBSCRIPTION_URIS = 256
+const DEFAULT_BATCH_SIZE = 32
 const DEFAULT_SHUTDOWN_GRACE = 10_000
 const DEFAULT_SESSION_TTL = 86_400_000
 const DEFAULT_ANSWER_TIMEOUT = 300_000
@@ -159,7 +162,7 @@ const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'pr
   'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
-const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris'])
+const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 const KNOWN_SESSION = new Set(['ttl', 'answerTimeout'])
 
@@ -226,6 +229,7 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
       streams: positiveInteger(limits.streams, 'limits.streams', DEFAULT_STREAMS),
       streamsPerCaller: positiveInteger(limits.streamsPerCaller, 'limits.streamsPerCaller', DEFAULT_STREAMS_PER_CALLER),
       subscriptionUris: positiveInteger(limits.subscriptionUris, 'limits.subscriptionUris', DEFAULT_SUBSCRIPTION_URIS),
+      batchSize: positiveInteger(limits.batchSize, 'limits.batchSize', DEFAULT_BATCH_SIZE),
     },
     shutdownGrace: timerMs(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',

@@ -61,6 +61,8 @@ const BAD: Array<[string, unknown, string]> = [
   ['bus without subscribe', { bus: { publish () {} } }, 'bus must have publish() and subscribe() methods, got an object'],
   ['bus an array', { bus: [] }, 'bus must have publish() and subscribe() methods, got an array'],
   ['tracing a string', { tracing: 'on' }, 'tracing must be true or false, got "on"'],
+  ['limits.batchSize zero', { limits: { batchSize: 0 } }, 'limits.batchSize must be a positive integer, got 0'],
+  ['limits.batchSize a string', { limits: { batchSize: '32' } }, 'limits.batchSize must be a positive integer, got "32"'],
   ['cache a number', { cache: 60 }, 'cache must be an object, got 60'],
   ['cache unknown key', { cache: { tools: {} } }, 'unknown option cache.tools'],
   ['cache.discover a number', { cache: { discover: 5000 } }, 'cache.discover must be an object, got 5000'],

@@ -4,7 +4,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http'
 import { describe } from '../check.js'
-import { headerMismatch, invalidParams, invalidRequest } from '../errors.js'
+import { headerMismatch, invalidParams, invalidRequest, type McpError } from '../errors.js'
 import {
   META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, LOGGING_LEVELS,
   isPlainObject, type JsonObject, type RequestId, type RequestMeta,
@@ -23,9 +23,14 @@ export function idOf (body: unknown): RequestId | null {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null
 }
 
+/** The answer to a batch where there are none: every revision but 2025-03-26 (see LegacyTransport.batch). */
+export function batchRefused (): McpError {
+  return invalidRequest('Batch requests are not supported: send one JSON-RPC message per POST')
+}
+
 /** Checks the JSON-RPC shape of a POSTed message: one request, notification or response. */
 export function readMessage (body: unknown): Message {
-  if (Array.isArray(body)) throw invalidRequest('Batch requests are not supported: send one JSON-RPC message per POST')
+  if (Array.isArray(body)) throw batchRefused()
   if (!isPlainObject(body)) throw invalidRequest('The body must be a JSON-RPC request object')
   if (body.jsonrpc !== '2.0') throw invalidRequest('jsonrpc must be "2.0"')
   if (body.method === undefined && ('result' in body || 'error' in body)) {

@@ -117,7 +117,8 @@ export class ReplyChannel implements NotificationStream {
   readonly #lifecycle: Lifecycle
   readonly #limits: ChannelLimits
   readonly #log: FastifyBaseLogger
-  readonly #id: RequestId
+  /** The id of the request, or null for a batch's reply. */
+  readonly #id: RequestId | null
   #streaming = false
   #finished = false
   #controller: AbortController | undefined
@@ -125,7 +126,7 @@ export class ReplyChannel implements NotificationStream {
   #abortedFor: string | undefined
   readonly #entry: OpenReply
 
-  constructor (reply: FastifyReply, id: RequestId, lifecycle: Lifecycle, limits: ChannelLimits, log: FastifyBaseLogger) {
+  constructor (reply: FastifyReply, id: RequestId | null, lifecycle: Lifecycle, limits: ChannelLimits, log: FastifyBaseLogger) {
     this.#reply = reply
     this.#id = id
     this.#lifecycle = lifecycle
@@ -206,7 +207,10 @@ export class ReplyChannel implements NotificationStream {
     this.#reply.raw.destroy()
   }
 
-  /** Sends the final message: as the body of a JSON reply, or as the last event of the stream. */
+  /**
+   * Sends the final message: as the body of a JSON reply, or as the last event of the stream. A
+   * batch's responses, an array, are one JSON array, or one event each.
+   */
   finish (message: object, statusCode: number): FastifyReply | undefined {
     if (this.#finished) return undefined
     this.#finished = true
@@ -216,7 +220,7 @@ export class ReplyChannel implements NotificationStream {
     if (this.#lifecycle.closing) raw.once('finish', () => setImmediate(() => this.#lifecycle.closeIdleConnections()))
     // A client that left may have left its socket half-open: release it rather than wait for a timeout.
     if (this.closed) raw.destroy()
-    else raw.end(event(message))
+    else raw.end(Array.isArray(message) ? message.map(event).join('') : event(message))
     return undefined
   }
 

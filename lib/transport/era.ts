@@ -25,6 +25,12 @@ export interface Call {
   watch: CallWatch
 }
 
+/**
+ * Runs a call of a batch as the route runs a single one (its observers, its dispatch, its result or
+ * error in the era's shape), and gives its JSON-RPC response for the batch's reply rather than send it.
+ */
+export type Respond = (call: Call) => Promise<object>
+
 /** One era's side of the endpoint. */
 export interface Era {
   readonly dispatcher: Dispatcher

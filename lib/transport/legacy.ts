@@ -1,10 +1,10 @@
 /**
  * The 2025-era side of the endpoint: sessions sealed into `Mcp-Session-Id`, `initialize`, the
- * notifications and answers clients POST, and the GET stream. Everything below the transport
- * (dispatch, features, the replay engine) is shared with 2026-07-28.
+ * notifications and answers clients POST, 2025-03-26 batches, and the GET stream. Everything below
+ * the transport (dispatch, features, the replay engine) is shared with 2026-07-28.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { CallState, McpContext, type ClientState, type Principal } from '../context.js'
+import { CallState, McpContext, eitherAborts, type ClientState, type NotificationStream, type Principal } from '../context.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
 import { LIST_CHANGED, type Subscriptions } from '../features/subscriptions.js'
 import type { Exchange } from '../legacy/exchange.js'
@@ -13,11 +13,11 @@ import type { Session, SessionCodec } from '../legacy/session.js'
 import { legacyError, legacyResult } from '../legacy/shape.js'
 import { StreamDelivery } from '../legacy/stream-delivery.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
-import { checkLegacyMeta, checkLegacyVersion, header, type Message } from '../protocol/envelope.js'
+import { batchRefused, checkLegacyMeta, checkLegacyVersion, header, idOf, readMessage, type Message } from '../protocol/envelope.js'
 import { LEGACY_VERSIONS, type JsonObject } from '../protocol/wire.js'
 import { UNWATCHED } from './calls.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
-import type { Call, Era } from './era.js'
+import type { Call, Era, Respond } from './era.js'
 import { principalOf } from './principal.js'
 
 const MAX_TIMER_MS = 2 ** 31 - 1
@@ -29,6 +29,46 @@ function sessionNotFound (): McpError {
 
 function samePrincipal (a: Principal, b: Principal): boolean {
   return a.value === b.value && a.state === b.state
+}
+
+/** The one revision whose POST may be a batch: 2025-06-18 removed them. */
+const BATCH_VERSION = '2025-03-26'
+
+/** The answer to a client's answer that no request of its session waits for. */
+const NOT_AWAITED = Object.freeze({
+  jsonrpc: '2.0',
+  error: { code: ErrorCode.InvalidRequest, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
+})
+
+/**
+ * The stream of one request of a batch: its messages go onto the batch's reply until its call is
+ * over; its signal is the reply's and its own, so `notifications/cancelled` ends this request alone.
+ */
+class BatchStream implements NotificationStream {
+  readonly #channel: ReplyChannel
+  readonly #cancel = new AbortController()
+  #signal: AbortSignal | undefined
+  #over = false
+
+  constructor (channel: ReplyChannel) {
+    this.#channel = channel
+  }
+
+  notify (message: object): boolean {
+    return !this.#over && this.#channel.notify(message)
+  }
+
+  get signal (): AbortSignal {
+    return (this.#signal ??= eitherAborts(this.#channel.signal, this.#cancel.signal))
+  }
+
+  abort (reason: string): void {
+    this.#cancel.abort(new DOMException(reason, 'AbortError'))
+  }
+
+  end (): void {
+    this.#over = true
+  }
 }
 
 /** The log level a 2025-era client gets notifications from, unless its session set one. */
@@ -44,6 +84,8 @@ export interface LegacyParts {
   subscriptions: Subscriptions
   lifecycle: Lifecycle
   limits: ChannelLimits
+  /** Messages a 2025-03-26 batch may hold (limits.batchSize). */
+  batchSize: number
   principal: ((request: FastifyRequest) => unknown) | undefined
 }
 
@@ -55,6 +97,7 @@ export class LegacyTransport implements Era {
   readonly #subscriptions: Subscriptions
   readonly #lifecycle: Lifecycle
   readonly #limits: ChannelLimits
+  readonly #batchSize: number
   readonly #principal: ((request: FastifyRequest) => unknown) | undefined
   readonly #delivery: StreamDelivery
 
@@ -66,6 +109,7 @@ export class LegacyTransport implements Era {
     this.#subscriptions = parts.subscriptions
     this.#lifecycle = parts.lifecycle
     this.#limits = parts.limits
+    this.#batchSize = parts.batchSize
     this.#principal = parts.principal
     this.#delivery = new StreamDelivery(parts.exchange)
   }
@@ -116,10 +160,7 @@ export class LegacyTransport implements Era {
     }
     const session = this.#session(request, principal, headerVersion)
     if (message.kind === 'notification') {
-      const requestId = message.params.requestId
-      if (message.method === 'notifications/cancelled' && session !== undefined && (typeof requestId === 'string' || typeof requestId === 'number')) {
-        this.#hub.cancel(session.id, requestId)
-      }
+      this.#notified(message, session)
       reply.code(202).send()
       return undefined
     }
@@ -128,6 +169,80 @@ export class LegacyTransport implements Era {
     const version = session?.version ?? headerVersion as string
     checkLegacyVersion(message.params, version, headerVersion === undefined ? 'the session\'s version' : 'the MCP-Protocol-Version header')
     return this.#call(request, reply, message, this.#client(version, session), principal, undefined)
+  }
+
+  /**
+   * Reads a 2025-03-26 batch; any other revision has none, and is refused as before. Each request
+   * becomes a call that `respond` runs as the route runs a single one, on a stream of its own that
+   * writes onto the batch's one reply; each notification and answer is taken as if it came alone; a
+   * malformed message gets its error in its place. The promise settles once the reply is sent: 202
+   * when nothing needs an answer, else the responses and errors in the order of their messages, as
+   * a JSON array or as the last events of the stream (400 when no request was among them).
+   */
+  batch (request: FastifyRequest, reply: FastifyReply, body: unknown[], respond: Respond): Promise<void> {
+    const headerVersion = header(request.headers, 'mcp-protocol-version')
+    if (headerVersion !== undefined && headerVersion !== BATCH_VERSION) throw batchRefused()
+    const principal = principalOf(request, this.#principal)
+    const session = this.#session(request, principal, headerVersion)
+    // Without a session, the version header is what made the request a 2025-era one (as in prepare).
+    const version = session?.version ?? headerVersion
+    if (version !== BATCH_VERSION) throw batchRefused()
+    if (body.length === 0) throw invalidRequest('A batch must hold at least one message')
+    if (body.length > this.#batchSize) {
+      throw invalidRequest(`A batch may hold at most ${this.#batchSize} messages (limits.batchSize); this one holds ${body.length}`)
+    }
+    const client = this.#client(version, session)
+    // What each message is answered with, in order: a response, an error, or nothing (a notification, a taken answer).
+    const slots: Array<object | Promise<object | undefined>> = []
+    let channel: ReplyChannel | undefined
+    for (const element of body) {
+      let message: Message
+      try {
+        message = readMessage(element)
+        if (message.kind === 'request') {
+          checkLegacyMeta(message.params)
+          if (message.method === 'initialize') throw invalidRequest('initialize must not be part of a batch: send it alone')
+          checkLegacyVersion(message.params, version, headerVersion === undefined ? 'the session\'s version' : 'the MCP-Protocol-Version header')
+        }
+      } catch (error) {
+        slots.push({ jsonrpc: '2.0', id: idOf(element), error: (error as McpError).toJSON() })
+        continue
+      }
+      if (message.kind === 'notification') this.#notified(message, session)
+      else if (message.kind === 'response') slots.push(this.#deliver(message, session, principal))
+      else {
+        channel ??= new ReplyChannel(reply, null, this.#lifecycle, this.#limits, request.log)
+        slots.push(respond(this.#member(request, message, client, principal, channel)))
+      }
+    }
+    return Promise.all(slots).then((settled) => {
+      const responses = settled.filter((response) => response !== undefined)
+      if (channel !== undefined) channel.finish(responses, 200)
+      else if (responses.length === 0) reply.code(202).send()
+      else reply.code(400).send(responses)
+    })
+  }
+
+  /** A notification the client sent: `notifications/cancelled` reaches the request it names, wherever it runs. */
+  #notified (message: Message & { kind: 'notification' }, session: Session | undefined): void {
+    const requestId = message.params.requestId
+    if (message.method === 'notifications/cancelled' && session !== undefined && (typeof requestId === 'string' || typeof requestId === 'number')) {
+      this.#hub.cancel(session.id, requestId)
+    }
+  }
+
+  /** A call of a batch's request: its stream writes onto the batch's reply, and a cancel ends it alone. */
+  #member (request: FastifyRequest, message: Message & { kind: 'request' }, client: ClientState, principal: Principal, channel: ReplyChannel): Call {
+    const stream = new BatchStream(channel)
+    const ctx = new McpContext(request, message, new CallState(client, principal, stream, this.#delivery))
+    const forget = client.session === undefined
+      ? noop
+      : this.#hub.addRequest(client.session, ctx.id, () => stream.abort('the client cancelled the request'))
+    const untrack = (): void => {
+      forget()
+      stream.end()
+    }
+    return { ctx, channel, era: this, sessionId: undefined, untrack, watch: UNWATCHED }
   }
 
   /** A call of a request; one of a session can be cancelled by `notifications/cancelled` while it runs here. */
@@ -151,16 +266,20 @@ export class LegacyTransport implements Era {
     return legacyError(call.ctx.method, error)
   }
 
-  /** Delivers a client's answer to the request of its session that waits for it, wherever that runs. */
+  /** Answers a client's answer: 202 once the request it answers took it, else 400. */
   async #answer (reply: FastifyReply, message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<void> {
+    const refused = await this.#deliver(message, session, principal)
+    if (refused === undefined) reply.code(202).send()
+    else reply.code(400).send(refused)
+  }
+
+  /**
+   * Delivers a client's answer to the request of its session that waits for it, wherever that
+   * runs: undefined once taken, else the error that says why not.
+   */
+  async #deliver (message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<object | undefined> {
     const delivery = await this.#exchange.answer(message, { session: session?.id ?? '', principal: principal.value })
-    if (delivery === 'accepted') reply.code(202).send()
-    else {
-      reply.code(400).send({
-        jsonrpc: '2.0',
-        error: { code: ErrorCode.InvalidRequest, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
-      })
-    }
+    return delivery === 'accepted' ? undefined : NOT_AWAITED
   }
 
   /**

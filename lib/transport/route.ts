@@ -3,7 +3,8 @@
  *
  *   onRequest   Origin and Host checks
  *   preHandler  the JSON-RPC message; its era (2026-07-28 or 2025), whose transport reads it into a
- *               call and fills `request.mcp`, or answers it (a notification, a client's answer)
+ *               call and fills `request.mcp`, or answers it (a notification, a client's answer); a
+ *               2025-03-26 batch is served whole here, each of its calls run by `respond`
  *   handler     `dispatch(ctx)`: the method's lookup, params check and run; the result shaped by
  *               the call's era, as JSON or as the last event of a stream
  *   errors      anything thrown on the way becomes a JSON-RPC error with its HTTP status
@@ -130,8 +131,13 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
   function preHandler (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
     let prepared
     try {
-      const message = readMessage(request.body)
-      prepared = eraOf(request, message).prepare(request, reply, message)
+      const body = request.body
+      if (legacy !== undefined && Array.isArray(body)) {
+        prepared = legacy.batch(request, reply, body, (call) => respond(call, request, reply))
+      } else {
+        const message = readMessage(body)
+        prepared = eraOf(request, message).prepare(request, reply, message)
+      }
     } catch (error) {
       return done(error as Error)
     }
@@ -150,22 +156,53 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
   async function handler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const ctx = request.mcp as McpContext
     const call = calls.get(request) as Call
-    const { dispatcher } = call.era
-    const watch = call.watch
     let result: JsonObject
     try {
-      result = await (watch.within === undefined ? dispatcher.dispatch(ctx) : watch.within(() => dispatcher.dispatch(ctx))) as JsonObject
+      result = await run(call)
     } catch (error) {
       return fail(error, request, reply)
     }
+    return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: completed(call, result, reply) }, 200)
+  }
+
+  /** A call of a batch, run as `handler` runs a single one; its response goes into the batch's reply. */
+  async function respond (call: Call, request: FastifyRequest, reply: FastifyReply): Promise<object> {
+    call.watch = observer.begin(request, call.ctx)
+    let result: JsonObject
+    try {
+      result = await run(call)
+    } catch (error) {
+      return { jsonrpc: '2.0', id: call.ctx.id, error: errorOf(error, request, reply, call).toJSON() }
+    }
+    return { jsonrpc: '2.0', id: call.ctx.id, result: completed(call, result, reply) }
+  }
+
+  /** The call's dispatch: the method's lookup, params check and run, in its observers' scope. */
+  function run (call: Call): Promise<JsonObject> {
+    const { ctx, watch } = call
+    const { dispatcher } = call.era
+    return (watch.within === undefined ? dispatcher.dispatch(ctx) : watch.within(() => dispatcher.dispatch(ctx))) as Promise<JsonObject>
+  }
+
+  /** A call that returned: over, its end told to its observers, its result in its era's shape. */
+  function completed (call: Call, result: JsonObject, reply: FastifyReply): JsonObject {
     call.untrack()
-    watch.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)
-    return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: call.era.result(call, result, reply) }, 200)
+    call.watch.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)
+    return call.era.result(call, result, reply)
   }
 
   function fail (error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
+    const call = calls.get(request)
+    const mcpError = errorOf(error, request, reply, call)
+    const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
+    if (call !== undefined) return call.channel.finish(payload, mcpError.statusCode)
+    return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)
+  }
+
+  /** An error as the client of its call reads it, logged as it deserves; the call, if any, is over. */
+  function errorOf (error: unknown, request: FastifyRequest, reply: FastifyReply, call: Call | undefined): McpError {
     let mcpError = toMcpError(error)
-    const method = request.mcp?.method
+    const method = call?.ctx.method
     if (error instanceof InvalidRequestStateError) {
       request.log.warn({ mcp: { method, reason: error.reason } }, 'mocapi refused a requestState')
     } else if (error instanceof ElicitationLedgerMismatchError) {
@@ -174,15 +211,12 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
       request.log.error({ err: error }, 'mocapi internal error')
     }
     if (mcpError.statusCode === 401) protectedResource?.challenge(request, reply)
-    const call = calls.get(request)
     if (call !== undefined) {
       call.untrack()
       mcpError = call.era.error(call, mcpError)
       call.watch.ended({ outcome: 'error', code: mcpError.code, message: mcpError.message }, reply)
     }
-    const payload = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
-    if (call !== undefined) return call.channel.finish(payload, mcpError.statusCode)
-    return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)
+    return mcpError
   }
 
   /** GET: a 2025-era session's stream of changes; without a session, or serving 2026-07-28 only, 405. */

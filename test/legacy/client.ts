@@ -6,8 +6,10 @@ import { EventStreamParser } from '../../lib/testing/transport.js'
 
 export interface LegacyCall {
   status: number
-  /** The JSON-RPC response that ended the call. */
+  /** The JSON-RPC response that ended the call; a batch's JSON reply: its array. */
   response: any
+  /** Every response on the stream, in order: one, or one per request of a batch. */
+  responses: any[]
   /** The server-to-client requests the call sent, in order. */
   requests: any[]
   notifications: any[]
@@ -52,10 +54,14 @@ export async function openSession (url: string, options: LegacyOptions = {}) {
   const post = (body: object, extra: Record<string, string> = {}) => fetch(url, { method: 'POST', headers: { ...headers(), ...extra }, body: JSON.stringify(body) })
 
   /** One request on the session; server requests on its stream are answered with `answer`. */
-  async function call (method: string, params: object = {}, answer: Answer = () => undefined, extra: Record<string, string> = {}): Promise<LegacyCall> {
-    const id = nextId++
-    const reply = await post({ jsonrpc: '2.0', id, method, params }, extra)
-    const outcome: LegacyCall = { status: reply.status, response: undefined, requests: [], notifications: [], answerStatuses: [] }
+  function call (method: string, params: object = {}, answer: Answer = () => undefined, extra: Record<string, string> = {}): Promise<LegacyCall> {
+    return send({ jsonrpc: '2.0', id: nextId++, method, params }, answer, extra)
+  }
+
+  /** One POST on the session (a message, or a batch of them); server requests on its stream are answered with `answer`. */
+  async function send (body: object, answer: Answer = () => undefined, extra: Record<string, string> = {}): Promise<LegacyCall> {
+    const reply = await post(body, extra)
+    const outcome: LegacyCall = { status: reply.status, response: undefined, responses: [], requests: [], notifications: [], answerStatuses: [] }
     if (!(reply.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
       outcome.response = reply.status === 202 ? undefined : await reply.json()
       return outcome
@@ -73,8 +79,10 @@ export async function openSession (url: string, options: LegacyOptions = {}) {
             const body = 'error' in given ? { jsonrpc: '2.0', id: message.id, error: (given as { error: object }).error } : { jsonrpc: '2.0', id: message.id, result: given }
             outcome.answerStatuses.push((await post(body)).status)
           })())
-        } else if (message.id !== undefined) outcome.response = message
-        else outcome.notifications.push(message)
+        } else if (message.id !== undefined) {
+          outcome.response = message
+          outcome.responses.push(message)
+        } else outcome.notifications.push(message)
       }
     }
     const reader = (reply.body as ReadableStream<Uint8Array>).getReader()
@@ -90,5 +98,5 @@ export async function openSession (url: string, options: LegacyOptions = {}) {
     return outcome
   }
 
-  return { sessionId, negotiated, initialized, headers, post, call }
+  return { sessionId, negotiated, initialized, headers, post, call, send }
 }
