@@ -74,6 +74,10 @@ export interface MocapiOptions {
     streamsPerCaller?: number
     /** URIs one stream may subscribe to. Default 256. */
     subscriptionUris?: number
+    /** 2025-era calls waiting in this process for their client's answer (elicitation, sampling, roots). Default 10 000. */
+    waitingCalls?: number
+    /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 64. */
+    waitingCallsPerCaller?: number
   }
   /** How long handlers still running when the server closes get to finish, in ms, before their requests are ended. Default 10 000. */
   shutdownGrace?: number
@@ -119,7 +123,7 @@ export interface ResolvedOptions {
   pageSize: number
   bodyLimit: number
   cache: { discover: Required<CacheHint>, lists: Required<CacheHint>, resources: Required<CacheHint> }
-  limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number }
+  limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number, waitingCalls: number, waitingCallsPerCaller: number }
   shutdownGrace: number
   exposeErrors: boolean
   legacy: boolean
@@ -139,6 +143,8 @@ export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
 export const DEFAULT_STREAMS = 512
 export const DEFAULT_STREAMS_PER_CALLER = 16
 export const DEFAULT_SUBSCRIPTION_URIS = 256
+export const DEFAULT_WAITING_CALLS = 10_000
+export const DEFAULT_WAITING_CALLS_PER_CALLER = 64
 export const DEFAULT_SHUTDOWN_GRACE = 10_000
 export const DEFAULT_SESSION_TTL = 86_400_000
 export const DEFAULT_ANSWER_TIMEOUT = 300_000
@@ -147,7 +153,7 @@ const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'pr
   'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
-const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris'])
+const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'waitingCalls', 'waitingCallsPerCaller'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 const KNOWN_SESSION = new Set(['ttl', 'answerTimeout'])
 
@@ -214,6 +220,8 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
       streams: positiveInteger(limits.streams, 'limits.streams', DEFAULT_STREAMS),
       streamsPerCaller: positiveInteger(limits.streamsPerCaller, 'limits.streamsPerCaller', DEFAULT_STREAMS_PER_CALLER),
       subscriptionUris: positiveInteger(limits.subscriptionUris, 'limits.subscriptionUris', DEFAULT_SUBSCRIPTION_URIS),
+      waitingCalls: positiveInteger(limits.waitingCalls, 'limits.waitingCalls', DEFAULT_WAITING_CALLS),
+      waitingCallsPerCaller: positiveInteger(limits.waitingCallsPerCaller, 'limits.waitingCallsPerCaller', DEFAULT_WAITING_CALLS_PER_CALLER),
     },
     shutdownGrace: positiveInteger(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',

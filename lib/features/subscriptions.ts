@@ -97,6 +97,14 @@ export interface StreamLimits {
  */
 export type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
 
+/**
+ * Whom a stream or a waiting 2025-era call counts against in the per-caller limits: its principal,
+ * or its client's address when anonymous (a session is free to make, so it would bound nothing).
+ */
+export function callerOf (ctx: McpContext): string {
+  return ctx.principal === null ? `address:${ctx.request.ip}` : `principal:${ctx.principal}`
+}
+
 /** An open stream: what it wants to hear of, and how to tell it. */
 export interface Listener {
   readonly ctx: McpContext
@@ -167,14 +175,9 @@ export class Subscriptions {
     }
   }
 
-  /** The caller a stream counts against: its principal, or its client's address when anonymous. */
-  #callerOf (ctx: McpContext): string {
-    return ctx.principal === null ? `address:${ctx.request.ip}` : `principal:${ctx.principal}`
-  }
-
   /** Opens a stream, refusing it past the limits; `listener.end` runs once it is closed. */
   open (listener: Listener): () => void {
-    const caller = this.#callerOf(listener.ctx)
+    const caller = callerOf(listener.ctx)
     const count = this.#perCaller.get(caller) ?? 0
     if (count >= this.#limits.streamsPerCaller) {
       throw invalidRequest(`Too many open streams for this caller: at most ${this.#limits.streamsPerCaller} (limits.streamsPerCaller)`, 429)
