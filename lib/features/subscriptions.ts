@@ -13,7 +13,8 @@ export type ChangeEvent =
  */
 export type SessionEvent =
   | { kind: 'session', session: string, op: 'level', level: LoggingLevel }
-  | { kind: 'session', session: string, op: 'subscribe' | 'unsubscribe', uri: string }
+  /** `from`: the hub that published it, which applied it to the streams of its own node already. */
+  | { kind: 'session', session: string, op: 'subscribe' | 'unsubscribe', uri: string, from?: string }
   | { kind: 'session', session: string, op: 'cancel', requestId: string | number }
 
 /** Everything a bus broadcasts: changes, and the events of 2025-era sessions. */
@@ -217,11 +218,21 @@ export class Subscriptions {
     if (set.size === 0) this.#byUri.delete(uri)
   }
 
-  /** Adds a URI to an open stream's subscriptions (a 2025-era `resources/subscribe`), within the limit. */
+  /** Whether an open stream has no room for one more URI (`limits.subscriptionUris`), and `uri` is not one it has. */
+  refuses (listener: Listener, uri: string): boolean {
+    return this.#listeners.has(listener) && !listener.uris.has(uri) && listener.uris.size >= this.#limits.subscriptionUris
+  }
+
+  /**
+   * Adds a URI to an open stream's subscriptions (a 2025-era `resources/subscribe`), within the
+   * limit: false when the stream refuses it. A stream that has it, or has ended, takes it as done.
+   */
   subscribe (listener: Listener, uri: string): boolean {
-    if (!this.#listeners.has(listener) || listener.uris.has(uri) || listener.uris.size >= this.#limits.subscriptionUris) return false
-    listener.uris.add(uri)
-    this.#index(uri, listener)
+    if (this.refuses(listener, uri)) return false
+    if (this.#listeners.has(listener) && !listener.uris.has(uri)) {
+      listener.uris.add(uri)
+      this.#index(uri, listener)
+    }
     return true
   }
 
