@@ -18,6 +18,8 @@ export interface NotificationStream {
   notify (message: object): boolean
   /** Aborted when the client goes away, or the server shuts down, before the response is complete. */
   readonly signal: AbortSignal
+  /** Whether `signal` is aborted, or would be once read: asked without making one. */
+  readonly aborted: boolean
 }
 
 /** What the client told the server about itself: in `_meta` of each request, or in its session. */
@@ -176,7 +178,9 @@ export class McpContext {
   /**
    * Aborted when the client goes away before the response is complete, when the server shuts
    * down, and, in a handler, when its pass is over: it completed, or it asked for input and the
-   * round was answered `input_required` (work the handler left running should stop then).
+   * round was answered `input_required` (work the handler left running should stop then). A
+   * handler whose client left, or whose server began to close, before it began is not run: a
+   * handler's signal is live when it begins, so a listener it adds hears the abort.
    */
   get signal (): AbortSignal {
     const state = this[kCallState]

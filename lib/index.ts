@@ -10,7 +10,7 @@ import { BusLink } from './bus/attach.js'
 import { InProcessBus, Subscriptions, type ChangeEvent } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
 import { SchemaCompiler } from './json-schema.js'
-import { Exchange } from './legacy/exchange.js'
+import { ACK_TIMEOUT_MS, Exchange } from './legacy/exchange.js'
 import { SessionHub } from './legacy/hub.js'
 import { SessionCodec } from './legacy/session.js'
 import { legacyMethods } from './legacy/methods.js'
@@ -58,7 +58,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const compiler = new SchemaCompiler()
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
-  const exchange = new Exchange(bus, fastify.log, options.answerTimeout)
+  const exchange = new Exchange(bus, fastify.log, options.answerTimeout, ACK_TIMEOUT_MS, options.limits)
   // One round's new ledger slots can never pass the bytes a token of maxTokenLength characters carries.
   const engine = new ReplayEngine(options.maxRounds, new FormAnswers(compiler), { ledger: Math.floor(options.maxTokenLength * 3 / 4), size: options.bodyLimit })
   const failures = new Failures(options.exposeErrors)

@@ -76,6 +76,10 @@ export interface MocapiOptions {
     subscriptionUris?: number
     /** Messages one POSTed batch may hold (2025-03-26 sessions, the one revision with batches). Default 32. */
     batchSize?: number
+    /** 2025-era calls waiting in this process for their client's answer (elicitation, sampling, roots). Default 10 000. */
+    waitingCalls?: number
+    /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 64. */
+    waitingCallsPerCaller?: number
   }
   /** How long handlers still running when the server closes get to finish, in ms, before their requests are ended. Default 10 000, at most 2 147 483 647 (about 24.8 days). */
   shutdownGrace?: number
@@ -121,7 +125,7 @@ export interface ResolvedOptions {
   pageSize: number
   bodyLimit: number
   cache: { discover: Required<CacheHint>, lists: Required<CacheHint>, resources: Required<CacheHint> }
-  limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number, batchSize: number }
+  limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number, batchSize: number, waitingCalls: number, waitingCallsPerCaller: number }
   shutdownGrace: number
   exposeErrors: boolean
   legacy: boolean
@@ -142,6 +146,8 @@ const DEFAULT_STREAMS = 512
 const DEFAULT_STREAMS_PER_CALLER = 16
 const DEFAULT_SUBSCRIPTION_URIS = 256
 const DEFAULT_BATCH_SIZE = 32
+const DEFAULT_WAITING_CALLS = 10_000
+const DEFAULT_WAITING_CALLS_PER_CALLER = 64
 const DEFAULT_SHUTDOWN_GRACE = 10_000
 const DEFAULT_SESSION_TTL = 86_400_000
 const DEFAULT_ANSWER_TIMEOUT = 300_000
@@ -162,7 +168,7 @@ const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'pr
   'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
-const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize'])
+const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 const KNOWN_SESSION = new Set(['ttl', 'answerTimeout'])
 
@@ -230,6 +236,8 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
       streamsPerCaller: positiveInteger(limits.streamsPerCaller, 'limits.streamsPerCaller', DEFAULT_STREAMS_PER_CALLER),
       subscriptionUris: positiveInteger(limits.subscriptionUris, 'limits.subscriptionUris', DEFAULT_SUBSCRIPTION_URIS),
       batchSize: positiveInteger(limits.batchSize, 'limits.batchSize', DEFAULT_BATCH_SIZE),
+      waitingCalls: positiveInteger(limits.waitingCalls, 'limits.waitingCalls', DEFAULT_WAITING_CALLS),
+      waitingCallsPerCaller: positiveInteger(limits.waitingCallsPerCaller, 'limits.waitingCallsPerCaller', DEFAULT_WAITING_CALLS_PER_CALLER),
     },
     shutdownGrace: timerMs(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',

@@ -52,13 +52,16 @@ function parseEvent (message: string): BusEvent | undefined {
     return undefined
   }
   if (!isPlainObject(value)) return undefined
-  const { kind, uri, session, op, level, requestId } = value
+  const { kind, uri, session, op, level, requestId, from } = value
   if (typeof kind !== 'string') return undefined
   if (LIST_KINDS.has(kind)) return { kind: kind as 'tools' | 'prompts' | 'resources' }
   if (kind === 'resource') return typeof uri === 'string' ? { kind, uri } : undefined
   if (kind !== 'session' || typeof session !== 'string') return undefined
   if (op === 'level') return LOGGING_LEVELS.includes(level as never) ? { kind, session, op, level: level as typeof LOGGING_LEVELS[number] } : undefined
-  if (op === 'subscribe' || op === 'unsubscribe') return typeof uri === 'string' ? { kind, session, op, uri } : undefined
+  if (op === 'subscribe' || op === 'unsubscribe') {
+    if (typeof uri !== 'string') return undefined
+    return typeof from === 'string' ? { kind, session, op, uri, from } : { kind, session, op, uri }
+  }
   if (op === 'cancel' && (typeof requestId === 'string' || typeof requestId === 'number')) return { kind, session, op, requestId }
   return undefined
 }

@@ -13,7 +13,8 @@ export type ChangeEvent =
  */
 export type SessionEvent =
   | { kind: 'session', session: string, op: 'level', level: LoggingLevel }
-  | { kind: 'session', session: string, op: 'subscribe' | 'unsubscribe', uri: string }
+  /** `from`: the hub that published it, which applied it to the streams of its own node already. */
+  | { kind: 'session', session: string, op: 'subscribe' | 'unsubscribe', uri: string, from?: string }
   | { kind: 'session', session: string, op: 'cancel', requestId: string | number }
 
 /** Everything a bus broadcasts: changes, and the events of 2025-era sessions. */
@@ -97,6 +98,14 @@ export interface StreamLimits {
  */
 export type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
 
+/**
+ * Whom a stream or a waiting 2025-era call counts against in the per-caller limits: its principal,
+ * or its client's address when anonymous (a session is free to make, so it would bound nothing).
+ */
+export function callerOf (ctx: McpContext): string {
+  return ctx.principal === null ? `address:${ctx.request.ip}` : `principal:${ctx.principal}`
+}
+
 /** An open stream: what it wants to hear of, and how to tell it. */
 export interface Listener {
   readonly ctx: McpContext
@@ -167,14 +176,9 @@ export class Subscriptions {
     }
   }
 
-  /** The caller a stream counts against: its principal, or its client's address when anonymous. */
-  #callerOf (ctx: McpContext): string {
-    return ctx.principal === null ? `address:${ctx.request.ip}` : `principal:${ctx.principal}`
-  }
-
   /** Opens a stream, refusing it past the limits; `listener.end` runs once it is closed. */
   open (listener: Listener): () => void {
-    const caller = this.#callerOf(listener.ctx)
+    const caller = callerOf(listener.ctx)
     const count = this.#perCaller.get(caller) ?? 0
     if (count >= this.#limits.streamsPerCaller) {
       throw invalidRequest(`Too many open streams for this caller: at most ${this.#limits.streamsPerCaller} (limits.streamsPerCaller)`, 429)
@@ -214,11 +218,21 @@ export class Subscriptions {
     if (set.size === 0) this.#byUri.delete(uri)
   }
 
-  /** Adds a URI to an open stream's subscriptions (a 2025-era `resources/subscribe`), within the limit. */
+  /** Whether an open stream has no room for one more URI (`limits.subscriptionUris`), and `uri` is not one it has. */
+  refuses (listener: Listener, uri: string): boolean {
+    return this.#listeners.has(listener) && !listener.uris.has(uri) && listener.uris.size >= this.#limits.subscriptionUris
+  }
+
+  /**
+   * Adds a URI to an open stream's subscriptions (a 2025-era `resources/subscribe`), within the
+   * limit: false when the stream refuses it. A stream that has it, or has ended, takes it as done.
+   */
   subscribe (listener: Listener, uri: string): boolean {
-    if (!this.#listeners.has(listener) || listener.uris.has(uri) || listener.uris.size >= this.#limits.subscriptionUris) return false
-    listener.uris.add(uri)
-    this.#index(uri, listener)
+    if (this.refuses(listener, uri)) return false
+    if (this.#listeners.has(listener) && !listener.uris.has(uri)) {
+      listener.uris.add(uri)
+      this.#index(uri, listener)
+    }
     return true
   }
 

@@ -20,6 +20,14 @@ export interface Asker {
   principal: string | null
   /** When the session expires (epoch ms): its client can no longer answer after that. */
   expiresAt?: number
+  /** Whom a wait counts against in `limits.waitingCallsPerCaller`: a principal, or a client address when anonymous. Default: the session. */
+  caller?: string
+}
+
+/** How many calls may wait on this node: in all, and for one caller. */
+export interface WaitingLimits {
+  waitingCalls: number
+  waitingCallsPerCaller: number
 }
 
 /** A JSON-RPC response a client POSTed. */
@@ -35,6 +43,8 @@ export type RoundOutcome =
   | { kind: 'timeout' }
   | { kind: 'expired' }
   | { kind: 'aborted', reason: unknown }
+  /** Nothing was asked: as many calls wait as `limit` allows (`bound`). */
+  | { kind: 'full', limit: keyof WaitingLimits, bound: number }
 
 /** What became of a client's answer: taken by its call, or not (no such call, or not the client's to answer). */
 export type Delivery = 'accepted' | 'refused'
@@ -84,29 +94,49 @@ export class Exchange {
   readonly #log: FastifyBaseLogger
   readonly #timeout: number
   readonly #ackTimeout: number
+  readonly #limits: WaitingLimits
   readonly #calls = new Map<string, Waiting>()
+  /** How many calls wait for each caller. */
+  readonly #perCaller = new Map<string, number>()
   readonly #tickets = new Map<string, (delivery: Delivery) => void>()
 
-  /** `timeout`: how long a call waits for its client's answers; `ackTimeout`: how long a forwarded answer waits to be taken. */
-  constructor (link: Link, log: FastifyBaseLogger, timeout: number, ackTimeout = ACK_TIMEOUT_MS) {
+  /**
+   * `timeout`: how long a call waits for its client's answers; `ackTimeout`: how long a forwarded
+   * answer waits to be taken; `limits`: how many calls may wait (the plugin passes `limits.*`).
+   */
+  constructor (link: Link, log: FastifyBaseLogger, timeout: number, ackTimeout = ACK_TIMEOUT_MS,
+    limits: WaitingLimits = { waitingCalls: Infinity, waitingCallsPerCaller: Infinity }) {
     this.#link = link
     this.#log = log
     this.#timeout = timeout
     this.#ackTimeout = ackTimeout
+    this.#limits = limits
   }
 
   /**
    * Sends a round's input requests to the client, each with an id of its own, through `send`,
    * and waits for every answer, for `timeout` ms at most, or until `signal` aborts. The signal is
    * the call's reply's, which the server's shutdown aborts too, so no wait outlives the server.
+   * Each wait holds its call (its handler's pass, the ledger, the stream) until it ends: past
+   * `limits.waitingCallsPerCaller` for its caller, or `limits.waitingCalls` on this node, nothing is
+   * sent and the outcome is `full`.
    */
   ask (asker: Asker, inputRequests: Record<string, InputRequest>, send: (request: object) => boolean, signal: AbortSignal,
     params: (request: InputRequest, id: string) => JsonObject): Promise<RoundOutcome> {
     if (signal.aborted) return Promise.resolve({ kind: 'aborted', reason: signal.reason })
+    const caller = asker.caller ?? asker.session
+    const count = this.#perCaller.get(caller) ?? 0
+    const limits = this.#limits
+    if (count >= limits.waitingCallsPerCaller) return Promise.resolve({ kind: 'full', limit: 'waitingCallsPerCaller', bound: limits.waitingCallsPerCaller })
+    if (this.#calls.size >= limits.waitingCalls) return Promise.resolve({ kind: 'full', limit: 'waitingCalls', bound: limits.waitingCalls })
+    this.#perCaller.set(caller, count + 1)
     const call = randomBytes(12).toString('base64url')
     return new Promise<RoundOutcome>((resolve) => {
       const finish = (outcome: RoundOutcome): void => {
         if (!this.#calls.delete(call)) return
+        const left = (this.#perCaller.get(caller) as number) - 1
+        if (left === 0) this.#perCaller.delete(caller)
+        else this.#perCaller.set(caller, left)
         clearTimeout(timer)
         signal.removeEventListener('abort', onAbort)
         resolve(outcome)

@@ -3,6 +3,7 @@
  * level, the resource subscriptions of a GET stream, the cancellation of a request. Each is a
  * session event on the bus, so it reaches whichever node holds what it concerns.
  */
+import { randomBytes } from 'node:crypto'
 import type { Listener, SessionEvent, Subscriptions } from '../features/subscriptions.js'
 import type { LoggingLevel } from '../protocol/wire.js'
 
@@ -11,6 +12,8 @@ export const MAX_REMEMBERED_LEVELS = 10_000
 
 /** Where an event of a 2025-era session lands on this node. */
 export class SessionHub {
+  /** Names this hub in the subscriptions it publishes, which it applied to its own streams already. */
+  readonly #origin = randomBytes(9).toString('base64url')
   readonly #subscriptions: Subscriptions
   readonly #publish: (event: SessionEvent) => void
   readonly #levels = new Map<string, LoggingLevel>()
@@ -34,9 +37,23 @@ export class SessionHub {
     this.#publish({ kind: 'session', session, op: 'level', level })
   }
 
-  /** `resources/subscribe` and `resources/unsubscribe`: for the session's GET stream, on whichever node holds it. */
-  subscribe (session: string, uri: string, on: boolean): void {
-    this.#publish({ kind: 'session', session, op: on ? 'subscribe' : 'unsubscribe', uri })
+  /**
+   * `resources/subscribe` and `resources/unsubscribe`: for the session's GET streams, on whichever
+   * nodes hold them. The streams on this node take it at once, and a subscription one of them has
+   * no room for (`limits.subscriptionUris`) is refused here, for the request to say so: false, and
+   * nothing changes anywhere. Streams on other nodes take it from the bus; one that has no room
+   * refuses it there, and logs it (the request cannot wait to hear from a node it cannot name).
+   */
+  subscribe (session: string, uri: string, on: boolean): boolean {
+    const streams = this.#streams.get(session)
+    if (streams !== undefined) {
+      if (on) {
+        for (const listener of streams) if (this.#subscriptions.refuses(listener, uri)) return false
+      }
+      this.#apply(streams, on, uri)
+    }
+    this.#publish({ kind: 'session', session, op: on ? 'subscribe' : 'unsubscribe', uri, from: this.#origin })
+    return true
   }
 
   /** `notifications/cancelled`: for the request, on whichever node runs it. */
@@ -75,11 +92,21 @@ export class SessionHub {
       case 'cancel':
         this.#running[`${event.session}\u0000${typeof event.requestId}:${event.requestId}`]?.()
         return
-      default:
-        for (const listener of this.#streams.get(event.session) ?? []) {
-          if (event.op === 'subscribe') this.#subscriptions.subscribe(listener, event.uri)
-          else this.#subscriptions.unsubscribe(listener, event.uri)
-        }
+      default: {
+        const streams = this.#streams.get(event.session)
+        if (streams !== undefined && event.from !== this.#origin) this.#apply(streams, event.op === 'subscribe', event.uri, true)
+      }
+    }
+  }
+
+  /** A subscription change for the session's streams on this node; one from another node that a full stream refuses is logged. */
+  #apply (streams: Set<Listener>, on: boolean, uri: string, remote = false): void {
+    for (const listener of streams) {
+      if (!on) this.#subscriptions.unsubscribe(listener, uri)
+      else if (!this.#subscriptions.subscribe(listener, uri) && remote) {
+        listener.ctx.logger.warn({ mcp: { uri: uri.slice(0, 200) } },
+          'mocapi refused a resources/subscribe that reached another node: the session\'s stream here holds limits.subscriptionUris URIs')
+      }
     }
   }
 

@@ -46,7 +46,10 @@ export function legacyMethods (options: ResolvedOptions, features: Features, hub
         // Bounded as resources/read is: each URI is kept per open stream and sent to every node.
         checkUriLength(uri, options.limits.uriLength)
         const id = session(ctx)
-        if (id !== undefined) hub.subscribe(id, uri, on)
+        if (id !== undefined && !hub.subscribe(id, uri, on)) {
+          throw invalidParams(`This session's stream holds ${options.limits.subscriptionUris} subscriptions, the most it takes (limits.subscriptionUris); ` +
+            'unsubscribe from one first')
+        }
         return {}
       },
     })

@@ -5,7 +5,8 @@
  * ledger stays in memory for the call's lifetime; nothing is sealed.
  */
 import { kCallState, type McpContext } from '../context.js'
-import { ErrorCode, McpError } from '../errors.js'
+import { ErrorCode, McpError, invalidRequest } from '../errors.js'
+import { callerOf } from '../features/subscriptions.js'
 import type { Asked, Delivered, Delivery, ReplayStart } from '../mrtr/engine.js'
 import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import type { Exchange } from './exchange.js'
@@ -49,9 +50,15 @@ export class StreamDelivery implements Delivery {
   async deliver (ctx: McpContext, label: string, asked: Asked): Promise<Delivered> {
     const { client, stream } = ctx[kCallState]
     // A 2025-era client without a session declared no capabilities, so its pass failed before it asked.
-    const asker = { session: client.session as string, principal: ctx.principal, expiresAt: client.sessionExpiresAt }
+    const asker = { session: client.session as string, principal: ctx.principal, expiresAt: client.sessionExpiresAt, caller: callerOf(ctx) }
     const outcome = await this.#exchange.ask(asker, asked.inputRequests, (request) => stream.notify(request), stream.signal,
       paramsFor(ctx.protocolVersion))
+    // In-band, as every error of a call that reached its method is for a 2025-era client: its stream may be open already.
+    if (outcome.kind === 'full') {
+      throw invalidRequest(outcome.limit === 'waitingCallsPerCaller'
+        ? `${label} cannot wait for the client's answer: ${outcome.bound} calls of this caller wait already, the most accepted (limits.waitingCallsPerCaller); answer or cancel one, then call again`
+        : `${label} cannot wait for the client's answer: ${outcome.bound} calls wait on this server already, the most it accepts (limits.waitingCalls); try again later`, 200)
+    }
     if (outcome.kind === 'timeout') {
       throw new McpError(ErrorCode.RequestTimeout, `${label} waited for the client's answer longer than session.answerTimeout allows`)
     }

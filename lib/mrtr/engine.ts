@@ -1,6 +1,6 @@
 import { kCallState, type McpContext } from '../context.js'
 import type { FormAnswers } from '../elicitation/answers.js'
-import { invalidParams, invalidRequest } from '../errors.js'
+import { ErrorCode, McpError, invalidParams, invalidRequest } from '../errors.js'
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
 import type { LedgerEntry } from './codec.js'
 import { ReplayPass, type RoundBudget } from './pass.js'
@@ -70,6 +70,9 @@ export class ReplayEngine {
     const delivery = state.delivery
     let { ledger, responses, round } = delivery.start(ctx)
     for (;;) {
+      // A client that left before the handler began (while the app's hooks ran, or between rounds) aborted the signal
+      // before anyone could listen: a handler that waits for the abort would never hear it. It does not run.
+      if (state.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(state.stream.signal.reason as Error).message}`)
       const pass = new ReplayPass(ledger, responses, this.#forms, this.#budget)
       state.enter(pass, round + 1)
       const outcome = await pass.run(fn)

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
+import type { Socket } from 'node:net'
 import type { NotificationStream } from '../context.js'
 import { ErrorCode } from '../errors.js'
 import type { RequestId } from '../protocol/wire.js'
@@ -100,6 +101,26 @@ export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): Fastify
   return lifecycle.closing ? reply.header('connection', 'close') : reply
 }
 
+/** The replies that wait behind an earlier one on a pipelined connection, by socket: told through one listener when it closes. */
+const queued = new WeakMap<Socket, Set<ReplyChannel>>()
+
+/** Aborts `channel` when `socket` closes; the returned function forgets it. */
+function abortOnClose (socket: Socket, channel: ReplyChannel): () => void {
+  let waiting = queued.get(socket)
+  if (waiting === undefined) {
+    const channels = new Set<ReplyChannel>()
+    waiting = channels
+    queued.set(socket, channels)
+    socket.once('close', () => {
+      queued.delete(socket)
+      for (const each of channels) each.abort('the client went away')
+    })
+  }
+  const set = waiting
+  set.add(channel)
+  return () => { set.delete(channel) }
+}
+
 /** How much a reply stream may hold unsent, and where it says why it gave up. */
 export interface ChannelLimits {
   /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. */
@@ -133,16 +154,22 @@ export class ReplyChannel implements NotificationStream {
     this.#limits = limits
     this.#log = log
     this.#entry = lifecycle.track(this)
-    reply.raw.once('close', () => {
+    const raw = reply.raw
+    // The reply of a pipelined request waits behind the ones before it, with no socket yet: it would
+    // hear nothing of the client leaving (Node closes only the reply that has the socket), so the socket tells it.
+    const unqueue = raw.socket === null ? abortOnClose(reply.request.raw.socket, this) : undefined
+    raw.once('close', () => {
+      unqueue?.()
       lifecycle.untrack(this.#entry)
-      if (!reply.raw.writableFinished) this.abort('the client went away')
+      if (!raw.writableFinished) this.abort('the client went away')
     })
   }
 
   /** True when the client closed the connection before the response was complete. */
   get closed (): boolean {
     const raw = this.#reply.raw
-    return raw.destroyed && !raw.writableFinished
+    if (raw.destroyed) return !raw.writableFinished
+    return raw.socket === null && this.#reply.request.raw.socket.destroyed
   }
 
   /** Aborted when the client goes away before the response is complete, or the server shuts down. */
@@ -153,6 +180,11 @@ export class ReplyChannel implements NotificationStream {
       if (reason !== undefined) this.#controller.abort(new DOMException(reason, 'AbortError'))
     }
     return this.#controller.signal
+  }
+
+  /** Whether the signal is aborted, or would be once read: most replies never make one, and asking must not. */
+  get aborted (): boolean {
+    return this.#controller === undefined ? this.#abortedFor !== undefined || this.closed : this.#controller.signal.aborted
   }
 
   /**

@@ -62,6 +62,10 @@ class BatchStream implements NotificationStream {
     return (this.#signal ??= eitherAborts(this.#channel.signal, this.#cancel.signal))
   }
 
+  get aborted (): boolean {
+    return this.#channel.aborted || this.#cancel.signal.aborted
+  }
+
   abort (reason: string): void {
     this.#cancel.abort(new DOMException(reason, 'AbortError'))
   }

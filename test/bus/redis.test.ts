@@ -165,7 +165,8 @@ async function redisTests (t: Test): Promise<void> {
       { kind: 'resource', uri: 'test://r', extra: true },
       { kind: 'prompts', uri: 'ignored' },
       { kind: 'session', session: 's', op: 'level', level: 'debug', uri: 'ignored' },
-      { kind: 'session', session: 's', op: 'unsubscribe', uri: 'test://r' },
+      { kind: 'session', session: 's', op: 'unsubscribe', uri: 'test://r', from: 5 },
+      { kind: 'session', session: 's', op: 'subscribe', uri: 'test://r', from: 'hub-1' },
       { kind: 'session', session: 's', op: 'cancel', requestId: 7, level: 'ignored' },
     ]
     for (const event of valid) await admin.publish(name, JSON.stringify(event))
@@ -175,8 +176,9 @@ async function redisTests (t: Test): Promise<void> {
       { kind: 'prompts' },
       { kind: 'session', session: 's', op: 'level', level: 'debug' },
       { kind: 'session', session: 's', op: 'unsubscribe', uri: 'test://r' },
+      { kind: 'session', session: 's', op: 'subscribe', uri: 'test://r', from: 'hub-1' },
       { kind: 'session', session: 's', op: 'cancel', requestId: 7 },
-    ], 'only the fields of an event are passed on')
+    ], 'only the fields of an event are passed on (a subscription\'s origin when it is a string)')
     t.equal(bus.malformed, junk.length)
     t.same(errors.map((error) => (error as Error).message), valid.map(() => 'listener broke'), 'a throwing listener is reported, and the others still hear')
   })
