@@ -26,7 +26,12 @@ export function isPlainObject (value: unknown): value is Record<string, unknown>
 }
 
 /** Fails with `<name> must be <what>, got <value>`. */
-export function fail (name: string, what: string, value: unknown, E: RegistrationErrorConstructor = InvalidOptionError): never {
+export function fail (
+  name: string,
+  what: string,
+  value: unknown,
+  E: RegistrationErrorConstructor = InvalidOptionError
+): never {
   throw new E(`${name} must be ${what}, got ${describe(value)}`)
 }
 
@@ -35,8 +40,16 @@ export function plainObject (value: unknown, name: string, E?: RegistrationError
   return value
 }
 
-/** Refuses a field the object does not know: `unknown option <prefix><key>`, or `<where> has an unknown field "<key>"`. */
-export function knownFields (value: Record<string, unknown>, known: ReadonlySet<string>, where: string, E: RegistrationErrorConstructor = InvalidOptionError): void {
+/**
+ * Refuses a field the object does not know: `unknown option <prefix><key>`, or
+ * `<where> has an unknown field "<key>"`.
+ */
+export function knownFields (
+  value: Record<string, unknown>,
+  known: ReadonlySet<string>,
+  where: string,
+  E: RegistrationErrorConstructor = InvalidOptionError
+): void {
   for (const key of Object.keys(value)) {
     if (!known.has(key)) {
       throw new E(E === InvalidOptionError ? `unknown option ${where}${key}` : `${where} has an unknown field "${key}"`)
@@ -54,14 +67,26 @@ export function optionalString (value: unknown, name: string, E?: RegistrationEr
   return value
 }
 
-export function positiveInteger (value: unknown, name: string, fallback: number, E?: RegistrationErrorConstructor): number {
+export function positiveInteger (
+  value: unknown,
+  name: string,
+  fallback: number,
+  E?: RegistrationErrorConstructor
+): number {
   if (value === undefined) return fallback
   if (!Number.isSafeInteger(value) || (value as number) <= 0) fail(name, 'a positive integer', value, E)
   return value as number
 }
 
 /** A positive integer of at most `max`; `why`, in the message, says where the bound comes from. */
-export function boundedInteger (value: unknown, name: string, fallback: number, max: number, why: string, E?: RegistrationErrorConstructor): number {
+export function boundedInteger (
+  value: unknown,
+  name: string,
+  fallback: number,
+  max: number,
+  why: string,
+  E?: RegistrationErrorConstructor
+): number {
   const n = positiveInteger(value, name, fallback, E)
   if (n > max) fail(name, `at most ${max} (${why})`, value, E)
   return n
@@ -80,25 +105,45 @@ export function stringList (value: unknown, name: string, E?: RegistrationErrorC
   return value
 }
 
-export function optionalBoolean (value: unknown, name: string, fallback: boolean, E?: RegistrationErrorConstructor): boolean {
+export function optionalBoolean (
+  value: unknown,
+  name: string,
+  fallback: boolean,
+  E?: RegistrationErrorConstructor
+): boolean {
   if (value === undefined) return fallback
   if (typeof value !== 'boolean') fail(name, 'true or false', value, E)
   return value
 }
 
-export function optionalFunction<F extends (...args: any[]) => unknown> (value: unknown, name: string, E?: RegistrationErrorConstructor): F | undefined {
+export function optionalFunction<F extends (...args: any[]) => unknown> (
+  value: unknown,
+  name: string,
+  E?: RegistrationErrorConstructor
+): F | undefined {
   if (value !== undefined && typeof value !== 'function') fail(name, 'a function', value, E)
   return value as F | undefined
 }
 
-export function oneOf<const V extends string> (value: unknown, values: readonly V[], name: string, fallback: V, E?: RegistrationErrorConstructor): V {
+export function oneOf<const V extends string> (
+  value: unknown,
+  values: readonly V[],
+  name: string,
+  fallback: V,
+  E?: RegistrationErrorConstructor
+): V {
   if (value === undefined) return fallback
   if (!values.includes(value as V)) fail(name, values.map((v) => `'${v}'`).join(' or '), value, E)
   return value as V
 }
 
 /** A caching hint: each field optional, taken from `fallback` when left out. */
-export function cacheHint (value: unknown, name: string, fallback: Required<CacheHint>, E?: RegistrationErrorConstructor): Required<CacheHint> {
+export function cacheHint (
+  value: unknown,
+  name: string,
+  fallback: Required<CacheHint>,
+  E?: RegistrationErrorConstructor
+): Required<CacheHint> {
   if (value === undefined) return fallback
   const hint = plainObject(value, name, E)
   knownFields(hint, CACHE_FIELDS, E === undefined || E === InvalidOptionError ? `${name}.` : name, E)

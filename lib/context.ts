@@ -104,7 +104,10 @@ export class CallState {
   lastProgress = -Infinity
   /** The last progress sent: a 2025-era call replays on one stream, and its client must hear progress increase. */
   sentProgress = -Infinity
-  /** Calls of `log()` in this pass, and the most any pass of the call made: a replayed pass's calls are not sent again. */
+  /**
+   * Calls of `log()` in this pass, and the most any pass of the call made: a replayed pass's calls
+   * are not sent again.
+   */
   passLogs = 0
   madeLogs = 0
 
@@ -146,7 +149,11 @@ export class McpContext {
   readonly [kCallState]: CallState
 
   /** @internal made by mocapi's transport for each request */
-  constructor (request: FastifyRequest, message: { id: RequestId, method: string, params: JsonObject }, state: CallState) {
+  constructor (
+    request: FastifyRequest,
+    message: { id: RequestId, method: string, params: JsonObject },
+    state: CallState
+  ) {
     this.request = request
     this.id = message.id
     this.method = message.method
@@ -208,7 +215,11 @@ export class McpContext {
    *
    * Decline and cancel are values, not errors.
    */
-  elicit<T extends object> (message: string, schema: RequestedSchemaBuilder<T>, options: ElicitOptions = {}): Promise<ElicitAnswer<T>> {
+  elicit<T extends object> (
+    message: string,
+    schema: RequestedSchemaBuilder<T>,
+    options: ElicitOptions = {}
+  ): Promise<ElicitAnswer<T>> {
     if (typeof message !== 'string') return Promise.reject(new InvalidArgumentError(`ctx.elicit() needs a message string, got ${typeof message}`))
     return this.#ask(new FormQuestion(message, schema), options) as Promise<ElicitAnswer<T>>
   }
@@ -233,7 +244,8 @@ export class McpContext {
    * least 2027-07-28.
    */
   sample (params: CreateMessageParams, options: ElicitOptions = {}): Promise<CreateMessageResult> {
-    if (!isPlainObject(params) || !Array.isArray(params.messages) || !Number.isSafeInteger(params.maxTokens) || params.maxTokens <= 0) {
+    if (!isPlainObject(params) || !Array.isArray(params.messages) || !Number.isSafeInteger(params.maxTokens) ||
+      params.maxTokens <= 0) {
       return Promise.reject(new InvalidArgumentError('ctx.sample() needs { messages: [...], maxTokens: positive integer }'))
     }
     return this.#ask(new SamplingQuestion(params as JsonObject), options) as Promise<CreateMessageResult>

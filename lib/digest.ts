@@ -15,7 +15,10 @@ for (let value = 0; value < 64; value++) TOP_TWO_BITS[BASE64URL.charCodeAt(value
 /** The length of a {@link digest}. */
 export const DIGEST_LENGTH = 22
 
-/** The first 128 bits of SHA-256 over a domain and a text, as the 22 base64url characters that encode those 16 bytes. */
+/**
+ * The first 128 bits of SHA-256 over a domain and a text, as the 22 base64url characters that
+ * encode those 16 bytes.
+ */
 export function digest (domain: string, text: string): string {
   const full = hash('sha256', `${domain}\0${text}`, 'base64url')
   return full.slice(0, 21) + TOP_TWO_BITS[full.charCodeAt(21)]

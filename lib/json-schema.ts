@@ -46,16 +46,29 @@ export function describeErrors (root: string, errors: ErrorObject[] | null | und
 }
 
 /** The first failure of a validation that failed, as its keyword and the path of the value at fault. */
-export function firstError (errors: ErrorObject[] | null | undefined): { keyword: string, path: string[], params: Record<string, unknown>, message: string } {
+export function firstError (
+  errors: ErrorObject[] | null | undefined
+): { keyword: string, path: string[], params: Record<string, unknown>, message: string } {
   const error = (errors as ErrorObject[])[0]
-  return { keyword: error.keyword, path: pathOf(error.instancePath), params: error.params, message: error.message as string }
+  return {
+    keyword: error.keyword,
+    path: pathOf(error.instancePath),
+    params: error.params,
+    message: error.message as string
+  }
 }
 
 function newInstance (): Ajv2020 {
   // ownProperties: a field named like an Object.prototype member is present only when given.
   // addUsedSchema: false keeps a schema's $id out of the instance's registry, so a tool can be
   // registered again after its removal, and two tools may share an $id.
-  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, addUsedSchema: false, ownProperties: true })
+  const ajv = new Ajv2020({
+    strict: false,
+    allErrors: false,
+    validateFormats: true,
+    addUsedSchema: false,
+    ownProperties: true
+  })
   addFormats.default(ajv)
   return ajv
 }
@@ -72,7 +85,8 @@ export class SchemaCompiler {
   #ajv: Ajv2020 | undefined
   readonly #live = new Map<object, Live>()
   #released = 0
-  // Least recently used by a scan when a schema must make room, so a hit does not churn the Map (bench/README.md#churn).
+  // Least recently used by a scan when a schema must make room, so a hit does not churn the Map
+  // (bench/README.md#churn).
   readonly #answers = new Map<string, { schema: object, validate: Validator, used: number }>()
   #uses = 0
 

@@ -62,7 +62,12 @@ export function defineShared (dispatcher: Dispatcher, options: ResolvedOptions, 
   const counts = registered(features)
   const lists = options.cache.lists
   // A list that varies by caller (some item has canAccess) is never cached as public.
-  const page = async (key: string, items: Promise<readonly unknown[]>, cursor: unknown, varies: boolean): Promise<JsonObject> => {
+  const page = async (
+    key: string,
+    items: Promise<readonly unknown[]>,
+    cursor: unknown,
+    varies: boolean
+  ): Promise<JsonObject> => {
     const { page, nextCursor } = paginate(await items, cursor, options.pageSize)
     const result: JsonObject = { [key]: page, ttlMs: lists.ttlMs, cacheScope: varies ? 'private' : lists.cacheScope }
     if (nextCursor !== undefined) result.nextCursor = nextCursor

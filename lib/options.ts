@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import {
-  boundedInteger, cacheHint, describe, isPlainObject, knownFields, nonEmptyString, oneOf, optionalBoolean, optionalFunction, optionalString,
-  plainObject, positiveInteger, stringList, type CacheHint,
+  boundedInteger, cacheHint, describe, isPlainObject, knownFields, nonEmptyString, oneOf, optionalBoolean,
+  optionalFunction, optionalString, plainObject, positiveInteger, stringList, type CacheHint,
 } from './check.js'
 import { InvalidOptionError } from './errors.js'
 import type { NotificationBus } from './features/subscriptions.js'
@@ -16,7 +16,10 @@ export type { CacheHint } from './check.js'
 export interface MocapiOptions {
   /** The MCP endpoint. Default `'/mcp'`. */
   path?: string
-  /** Name and version reported in `_meta["io.modelcontextprotocol/serverInfo"]` of every result. Default `{ name: 'mocapi', version }`. */
+  /**
+   * Name and version reported in `_meta["io.modelcontextprotocol/serverInfo"]` of every result.
+   * Default `{ name: 'mocapi', version }`.
+   */
   serverInfo?: { name: string, version: string, title?: string }
   /** Free text for clients, returned by `server/discover`. */
   instructions?: string
@@ -31,7 +34,10 @@ export interface MocapiOptions {
     ttl?: number
     /** Most input-required rounds one call may take before it is refused. Default 16. */
     maxRounds?: number
-    /** Longest token accepted, in characters; longer ones are refused before decryption. Default 65 536, at most 1 MiB (1 048 576). */
+    /**
+     * Longest token accepted, in characters; longer ones are refused before decryption. Default
+     * 65 536, at most 1 MiB (1 048 576).
+     */
     maxTokenLength?: number
   }
   /**
@@ -56,7 +62,10 @@ export interface MocapiOptions {
   protectedResource?: ProtectedResourceOptions
   /** Carries list-change and resource-update events between nodes. Default: in-process only. */
   bus?: NotificationBus
-  /** Caching hints of `server/discover` (default 1 hour, public), the lists (5 minutes, public) and resource reads (1 minute, public). */
+  /**
+   * Caching hints of `server/discover` (default 1 hour, public), the lists (5 minutes, public) and
+   * resource reads (1 minute, public).
+   */
   cache?: {
     discover?: CacheHint
     lists?: CacheHint
@@ -76,12 +85,18 @@ export interface MocapiOptions {
     subscriptionUris?: number
     /** Messages one POSTed batch may hold (2025-03-26 sessions, the one revision with batches). Default 32. */
     batchSize?: number
-    /** 2025-era calls waiting in this process for their client's answer (elicitation, sampling, roots). Default 10 000. */
+    /**
+     * 2025-era calls waiting in this process for their client's answer (elicitation, sampling,
+     * roots). Default 10 000.
+     */
     waitingCalls?: number
     /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 64. */
     waitingCallsPerCaller?: number
   }
-  /** How long handlers still running when the server closes get to finish, in ms, before their requests are ended. Default 10 000, at most 2 147 483 647 (about 24.8 days). */
+  /**
+   * How long handlers still running when the server closes get to finish, in ms, before their
+   * requests are ended. Default 10 000, at most 2 147 483 647 (about 24.8 days).
+   */
   shutdownGrace?: number
   /**
    * What clients are told when a handler throws something that is not an `McpError`: its message
@@ -103,9 +118,15 @@ export interface MocapiOptions {
   tracing?: boolean
   /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
   session?: {
-    /** How long a session id stays valid, in ms; the client then starts a new session. Default 86 400 000 (a day), at most 2 147 483 647 (about 24.8 days). */
+    /**
+     * How long a session id stays valid, in ms; the client then starts a new session. Default
+     * 86 400 000 (a day), at most 2 147 483 647 (about 24.8 days).
+     */
     ttl?: number
-    /** How long a 2025-era call waits for the client's answer to an elicitation, sampling or roots request, in ms. Default 300 000, at most 2 147 483 647 (about 24.8 days). */
+    /**
+     * How long a 2025-era call waits for the client's answer to an elicitation, sampling or roots
+     * request, in ms. Default 300 000, at most 2 147 483 647 (about 24.8 days).
+     */
     answerTimeout?: number
   }
 }
@@ -125,7 +146,16 @@ export interface ResolvedOptions {
   pageSize: number
   bodyLimit: number
   cache: { discover: Required<CacheHint>, lists: Required<CacheHint>, resources: Required<CacheHint> }
-  limits: { uriLength: number, streamBufferBytes: number, streams: number, streamsPerCaller: number, subscriptionUris: number, batchSize: number, waitingCalls: number, waitingCallsPerCaller: number }
+  limits: {
+    uriLength: number,
+    streamBufferBytes: number,
+    streams: number,
+    streamsPerCaller: number,
+    subscriptionUris: number,
+    batchSize: number,
+    waitingCalls: number,
+    waitingCallsPerCaller: number
+  }
   shutdownGrace: number
   exposeErrors: boolean
   legacy: boolean
@@ -182,7 +212,10 @@ function serverInfoOf (value: unknown): ResolvedOptions['serverInfo'] {
   return title === undefined ? { name, version } : { name, version, title }
 }
 
-/** Validates the plugin options and fills in defaults. Throws an `FST_MOCAPI_INVALID_OPTION` TypeError that names the bad value. */
+/**
+ * Validates the plugin options and fills in defaults. Throws an `FST_MOCAPI_INVALID_OPTION`
+ * TypeError that names the bad value.
+ */
 export function resolveOptions (opts: unknown): ResolvedOptions {
   // Fastify hands a plugin `{}` when it is registered without options (or with null).
   const o = plainObject(opts, 'options')

@@ -41,7 +41,8 @@ const FORMAT_HINTS: Record<string, string> = {
 }
 
 function choicesOf (schema: Record<string, unknown>): Choice[] | undefined {
-  const titled = (list: unknown) => (list as Array<{ const: string, title?: string }>).map((c) => ({ value: c.const, title: c.title ?? c.const }))
+  const titled = (list: unknown) =>
+    (list as Array<{ const: string, title?: string }>).map((c) => ({ value: c.const, title: c.title ?? c.const }))
   if (Array.isArray(schema.oneOf)) return titled(schema.oneOf)
   if (Array.isArray(schema.anyOf)) return titled(schema.anyOf)
   if (Array.isArray(schema.enum)) {

@@ -108,7 +108,8 @@ async function run (command: Exclude<Command, { command: 'help' }>, io: Io, term
     io.stdout.write(`${printableJson(result)}\n`)
   } else {
     const lines = result.content.map(blockText)
-    if (lines.length === 0 && result.structuredContent !== undefined) lines.push(printableJson(result.structuredContent, 2))
+    if (lines.length === 0 &&
+      result.structuredContent !== undefined) lines.push(printableJson(result.structuredContent, 2))
     io.stdout.write(lines.map((line) => `${line}\n`).join(''))
   }
   return result.isError === true ? 1 : 0

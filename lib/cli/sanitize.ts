@@ -37,7 +37,10 @@ function controlSequenceEnd (text: string, i: number): number {
   return code >= 0x40 && code <= 0x7e ? i + 1 : i
 }
 
-/** The end of a control string (OSC, DCS, SOS, PM, APC) starting at `i`: after BEL or ST, before an ESC that starts something else. */
+/**
+ * The end of a control string (OSC, DCS, SOS, PM, APC) starting at `i`: after BEL or ST, before
+ * an ESC that starts something else.
+ */
 function controlStringEnd (text: string, i: number): number {
   for (; i < text.length; i++) {
     const code = text.charCodeAt(i)
@@ -50,7 +53,8 @@ function controlStringEnd (text: string, i: number): number {
 /** The end of the sequence its opener (`second`, the character after ESC) starts at `i`. */
 function sequenceEnd (text: string, second: number, i: number): number {
   if (second === 0x5b) return controlSequenceEnd(text, i)
-  if (second === 0x5d || second === 0x50 || second === 0x58 || second === 0x5e || second === 0x5f) return controlStringEnd(text, i)
+  if (second === 0x5d || second === 0x50 || second === 0x58 || second === 0x5e ||
+    second === 0x5f) return controlStringEnd(text, i)
   // An ESC Fe/Fp/Fs escape: intermediates, then a final character.
   let end = i - 1
   while (text.charCodeAt(end) >= 0x20 && text.charCodeAt(end) <= 0x2f) end++
@@ -106,7 +110,10 @@ export function printableText (text: string): string {
 /** Bidi controls, DEL and C1 codes, which `JSON.stringify` leaves raw. */
 const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g
 
-/** JSON for a terminal or a pipe: the same value, with every control that JSON.stringify leaves raw written as `\uXXXX`. */
+/**
+ * JSON for a terminal or a pipe: the same value, with every control that JSON.stringify leaves
+ * raw written as `\uXXXX`.
+ */
 export function printableJson (value: unknown, space?: number): string {
   return JSON.stringify(value, null, space).replace(RAW_IN_JSON, (c) => hex(c.charCodeAt(0)))
 }

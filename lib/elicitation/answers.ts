@@ -61,7 +61,10 @@ export function checkRootsAnswer (value: unknown): Checked {
   return { ok: true, value: roots }
 }
 
-/** Labelled choices become a plain `enum`, so a wrong value reads the same whatever the select; multi selects take no value twice. */
+/**
+ * Labelled choices become a plain `enum`, so a wrong value reads the same whatever the select;
+ * multi selects take no value twice.
+ */
 function forAjv (property: PrimitiveSchemaDefinition): object {
   if ('oneOf' in property) return { type: 'string', enum: property.oneOf.map((c) => c.const) }
   if ('items' in property) {
@@ -75,7 +78,12 @@ function forAjv (property: PrimitiveSchemaDefinition): object {
 export function answerSchema (schema: RequestedSchema): object {
   const properties: JsonObject = {}
   for (const [name, property] of Object.entries(schema.properties)) {
-    Object.defineProperty(properties, name, { value: forAjv(property), enumerable: true, writable: true, configurable: true })
+    Object.defineProperty(properties, name, {
+      value: forAjv(property),
+      enumerable: true,
+      writable: true,
+      configurable: true
+    })
   }
   return schema.required === undefined ? { type: 'object', properties } : { type: 'object', properties, required: schema.required }
 }

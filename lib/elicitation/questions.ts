@@ -116,7 +116,8 @@ export class SamplingQuestion implements Question {
     const sampling = capabilities.sampling
     const params = this.#params
     if (!isPlainObject(sampling)) return { sampling: {} }
-    if ((params.tools !== undefined || params.toolChoice !== undefined) && !isPlainObject(sampling.tools)) return { sampling: { tools: {} } }
+    if ((params.tools !== undefined || params.toolChoice !== undefined) &&
+      !isPlainObject(sampling.tools)) return { sampling: { tools: {} } }
     if (params.includeContext !== undefined && params.includeContext !== 'none' && !isPlainObject(sampling.context)) {
       return { sampling: { context: {} } }
     }

@@ -175,17 +175,37 @@ export interface RequestedSchemaBuilder<T extends object = {}> {
   /** Renders the schema (same object as `schema`). */
   toJSON (): RequestedSchema
   /** Adds a free text field. */
-  string<const N extends string, const O extends boolean = false> (name: N, opts?: StringOptions & Optionality<O>): RequestedSchemaBuilder<With<T, N, string, O>>
+  string<const N extends string, const O extends boolean = false> (
+    name: N,
+    opts?: StringOptions & Optionality<O>
+  ): RequestedSchemaBuilder<With<T, N, string, O>>
   /** Adds a number field. */
-  number<const N extends string, const O extends boolean = false> (name: N, opts?: NumberOptions & Optionality<O>): RequestedSchemaBuilder<With<T, N, number, O>>
+  number<const N extends string, const O extends boolean = false> (
+    name: N,
+    opts?: NumberOptions & Optionality<O>
+  ): RequestedSchemaBuilder<With<T, N, number, O>>
   /** Adds an integer field. */
-  integer<const N extends string, const O extends boolean = false> (name: N, opts?: NumberOptions & Optionality<O>): RequestedSchemaBuilder<With<T, N, number, O>>
+  integer<const N extends string, const O extends boolean = false> (
+    name: N,
+    opts?: NumberOptions & Optionality<O>
+  ): RequestedSchemaBuilder<With<T, N, number, O>>
   /** Adds a yes/no field. */
-  boolean<const N extends string, const O extends boolean = false> (name: N, opts?: BooleanOptions & Optionality<O>): RequestedSchemaBuilder<With<T, N, boolean, O>>
+  boolean<const N extends string, const O extends boolean = false> (
+    name: N,
+    opts?: BooleanOptions & Optionality<O>
+  ): RequestedSchemaBuilder<With<T, N, boolean, O>>
   /** Adds a single select. */
-  choose<const N extends string, const C extends Choices, const O extends boolean = false> (name: N, choices: C, opts?: ChooseOptions<ChoiceValue<C>> & Optionality<O>): RequestedSchemaBuilder<With<T, N, ChoiceValue<C>, O>>
+  choose<const N extends string, const C extends Choices, const O extends boolean = false> (
+    name: N,
+    choices: C,
+    opts?: ChooseOptions<ChoiceValue<C>> & Optionality<O>
+  ): RequestedSchemaBuilder<With<T, N, ChoiceValue<C>, O>>
   /** Adds a multi select. */
-  chooseMany<const N extends string, const C extends Choices, const O extends boolean = false> (name: N, choices: C, opts?: ChooseManyOptions<ChoiceValue<C>> & Optionality<O>): RequestedSchemaBuilder<With<T, N, Array<ChoiceValue<C>>, O>>
+  chooseMany<const N extends string, const C extends Choices, const O extends boolean = false> (
+    name: N,
+    choices: C,
+    opts?: ChooseManyOptions<ChoiceValue<C>> & Optionality<O>
+  ): RequestedSchemaBuilder<With<T, N, Array<ChoiceValue<C>>, O>>
 }
 
 /** The content type of an accepted answer to a builder's schema. */

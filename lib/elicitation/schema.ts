@@ -140,8 +140,8 @@ class Builder {
     const { values, titled } = choiceList(fail, choices)
     lengths(fail, opts, 'minItems', 'maxItems')
     const d = opts.default
-    if (d !== undefined && (!Array.isArray(d) || d.length < (opts.minItems ?? 0) || d.length > (opts.maxItems ?? Infinity) ||
-      !d.every((v) => values.includes(v)) || new Set(d).size !== d.length)) {
+    if (d !== undefined && (!Array.isArray(d) || d.length < (opts.minItems ?? 0) ||
+      d.length > (opts.maxItems ?? Infinity) || !d.every((v) => values.includes(v)) || new Set(d).size !== d.length)) {
       fail('default does not fit')
     }
     const items = titled ? { anyOf: titled } : { type: 'string', enum: values }
@@ -188,7 +188,10 @@ function lengths (fail: (problem: string) => never, opts: AnyOptions, min: strin
   if (opts[min] > opts[max]) fail(`${min} is greater than ${max}`)
 }
 
-function choiceList (fail: (problem: string) => never, choices: Choices): { values: string[], titled: TitledChoice[] | undefined } {
+function choiceList (
+  fail: (problem: string) => never,
+  choices: Choices
+): { values: string[], titled: TitledChoice[] | undefined } {
   if (!Array.isArray(choices) || choices.length === 0) fail('choices must be a non-empty array')
   const list: ReadonlyArray<string | Choice> = choices
   let titled: TitledChoice[] | undefined

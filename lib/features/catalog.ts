@@ -57,7 +57,13 @@ export class Catalog<L, E extends Entry<L>> {
   }
 
   /** Checks what every new item needs: a key not taken, only known fields, a handler function. */
-  checkNew (key: string, where: string, definition: Record<string, unknown>, known: ReadonlySet<string>, handler: unknown): void {
+  checkNew (
+    key: string,
+    where: string,
+    definition: Record<string, unknown>,
+    known: ReadonlySet<string>,
+    handler: unknown
+  ): void {
     if (this.#entries.has(key)) throw new DuplicateDefinitionError(where)
     knownFields(definition, known, where, InvalidDefinitionError)
     if (typeof handler !== 'function') throw new InvalidDefinitionError(`${where} needs a handler function`)
@@ -135,7 +141,8 @@ export class Catalog<L, E extends Entry<L>> {
 
 /** A definition's listed form: without the fields that only mocapi reads. */
 export function listedForm<T extends object> (definition: T): T {
-  const { canAccess, cache, complete, ...listed } = definition as T & { canAccess?: unknown, cache?: unknown, complete?: unknown }
+  const { canAccess, cache, complete, ...listed } =
+    definition as T & { canAccess?: unknown, cache?: unknown, complete?: unknown }
   return listed as T
 }
 

@@ -30,7 +30,11 @@ export function toCompleter (source: CompletionSource | undefined, where: string
 }
 
 /** Runs a completer and shapes `completion/complete`'s result: at most 100 values, with total and hasMore. */
-export async function complete (completer: Completer | undefined, value: string, context: CompletionContext): Promise<JsonObject> {
+export async function complete (
+  completer: Completer | undefined,
+  value: string,
+  context: CompletionContext
+): Promise<JsonObject> {
   const all = completer === undefined ? [] : await completer(value, context)
   if (!Array.isArray(all) || !all.every((item) => typeof item === 'string')) {
     throw new TypeError('a completer must return an array of strings')

@@ -6,7 +6,11 @@ function cursorAt (offset: number): string {
 }
 
 /** One page of `items` from an opaque cursor; a cursor that is not one mocapi issued is -32602. */
-export function paginate<T> (items: readonly T[], cursor: unknown, pageSize: number): { page: T[], nextCursor?: string } {
+export function paginate<T> (
+  items: readonly T[],
+  cursor: unknown,
+  pageSize: number
+): { page: T[], nextCursor?: string } {
   let offset = 0
   if (cursor !== undefined && cursor !== '') {
     const match = typeof cursor === 'string' && /^[A-Za-z0-9_-]+$/.test(cursor)

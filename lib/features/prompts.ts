@@ -27,7 +27,10 @@ export interface PromptDefinition {
   arguments?: PromptArgument[]
   icons?: JsonObject[]
   _meta?: JsonObject
-  /** Whether the caller may see and get the prompt; hidden prompts answer like absent ones, in time too as far as {@link AccessCheck} says. Not listed. */
+  /**
+   * Whether the caller may see and get the prompt; hidden prompts answer like absent ones, in time
+   * too as far as {@link AccessCheck} says. Not listed.
+   */
   canAccess?: AccessCheck
 }
 
@@ -49,7 +52,8 @@ export interface GetPromptResult {
  * messages, or a whole `GetPromptResult`. Like tools, it re-runs on every input-required round.
  */
 export type PromptHandler<Args = Record<string, string>> =
-  (args: Args, ctx: McpContext) => string | PromptMessage[] | GetPromptResult | Promise<string | PromptMessage[] | GetPromptResult>
+  (args: Args, ctx: McpContext) =>
+    string | PromptMessage[] | GetPromptResult | Promise<string | PromptMessage[] | GetPromptResult>
 
 interface Prompt extends Entry<PromptDefinition> {
   handler: PromptHandler

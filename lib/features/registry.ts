@@ -29,7 +29,9 @@ export class McpRegistry {
   readonly #announce: (event: ChangeEvent) => void
 
   /** @internal */
-  constructor (parts: { tools: Tools, prompts: Prompts, resources: Resources, announce: (event: ChangeEvent) => void }) {
+  constructor (
+    parts: { tools: Tools, prompts: Prompts, resources: Resources, announce: (event: ChangeEvent) => void }
+  ) {
     this.#tools = parts.tools
     this.#prompts = parts.prompts
     this.#resources = parts.resources

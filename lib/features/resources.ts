@@ -21,7 +21,10 @@ export interface ResourceDefinition {
   _meta?: JsonObject
   /** Caching hints of its `resources/read` result; default the `cache.resources` option. Not listed. */
   cache?: CacheHint
-  /** Whether the caller may see and read the resource; hidden ones answer like absent ones, in time too as far as {@link AccessCheck} says. Not listed. */
+  /**
+   * Whether the caller may see and read the resource; hidden ones answer like absent ones, in time
+   * too as far as {@link AccessCheck} says. Not listed.
+   */
   canAccess?: AccessCheck
 }
 
@@ -52,7 +55,12 @@ export type ResourceContents =
  * What a resource handler returns: a string (text), bytes (a blob), one contents item, an array
  * of them, or `{ contents }`. `uri` and `mimeType` default to the resource's own.
  */
-export type ResourceReturn = string | Uint8Array | Partial<ResourceContents> | Array<Partial<ResourceContents>> | { contents: Array<Partial<ResourceContents>> }
+export type ResourceReturn =
+  | string
+  | Uint8Array
+  | Partial<ResourceContents>
+  | Array<Partial<ResourceContents>>
+  | { contents: Array<Partial<ResourceContents>> }
 
 /** Reads a resource: `(uri, ctx)`. It re-runs on every input-required round. */
 export type ResourceHandler = (uri: string, ctx: McpContext) => ResourceReturn | Promise<ResourceReturn>
@@ -80,7 +88,10 @@ export interface ResourceSettings {
   maxUriLength: number
 }
 
-/** Refuses a request's URI past `limits.uriLength` (-32602): what a client names is bounded before it is matched or kept. */
+/**
+ * Refuses a request's URI past `limits.uriLength` (-32602): what a client names is bounded before
+ * it is matched or kept.
+ */
 export function checkUriLength (uri: string, max: number): void {
   if (uri.length > max) throw invalidParams(`params.uri is longer than ${max} characters`)
 }
@@ -107,7 +118,10 @@ export class Resources {
     return this.#templates.size
   }
 
-  /** The caching hint of a read: the item's own, else the server's; private whenever who may read it depends on the caller. */
+  /**
+   * The caching hint of a read: the item's own, else the server's; private whenever who may read
+   * it depends on the caller.
+   */
   #cacheOf (cache: unknown, where: string, guarded: boolean): Required<CacheHint> {
     const hint = cacheHint(cache, `${where} cache`, this.#settings.cache, InvalidDefinitionError)
     return guarded ? { ttlMs: hint.ttlMs, cacheScope: 'private' } : hint
@@ -140,7 +154,8 @@ export class Resources {
     nonEmptyString(uriTemplate, 'uriTemplate', InvalidDefinitionError)
     const where = `resource template "${uriTemplate}"`
     nonEmptyString(name, `${where} name`, InvalidDefinitionError)
-    this.#templates.checkNew(uriTemplate, where, definition as unknown as Record<string, unknown>, TEMPLATE_FIELDS, handler)
+    this.#templates.checkNew(uriTemplate, where, definition as unknown as Record<string, unknown>,
+      TEMPLATE_FIELDS, handler)
     const template = new UriTemplate(uriTemplate, where)
     const completers = new Map<string, Completer>()
     const complete = plainObject(definition.complete ?? {}, `${where} complete`, InvalidDefinitionError)
@@ -202,7 +217,13 @@ export class Resources {
    * read): a URI without a fixed resource, or that no guarded template matches, also waits for
    * one check of that kind, as a hidden one does (see `Catalog.absent`).
    */
-  async resolve (uri: string, ctx: McpContext, evenly: boolean): Promise<{ entry: Readable, run: () => ResourceReturn | undefined | Promise<ResourceReturn | undefined> } | undefined> {
+  async resolve (
+    uri: string,
+    ctx: McpContext,
+    evenly: boolean
+  ): Promise<
+    { entry: Readable, run: () => ResourceReturn | undefined | Promise<ResourceReturn | undefined> } | undefined
+  > {
     const resource = await this.#resources.find(uri, ctx, evenly)
     if (resource !== undefined) return { entry: resource, run: () => resource.handler(uri, ctx) }
     let checked = false
@@ -252,7 +273,11 @@ export class Resources {
 function toContents (value: ResourceReturn, uri: string, mimeType: string | undefined): ResourceContents[] {
   const items = typeof value === 'string' || value instanceof Uint8Array
     ? [value]
-    : Array.isArray(value) ? value : Array.isArray((value as { contents?: unknown }).contents) ? (value as { contents: unknown[] }).contents : [value]
+    : Array.isArray(value)
+      ? value
+      : Array.isArray((value as { contents?: unknown }).contents)
+        ? (value as { contents: unknown[] }).contents
+        : [value]
   return items.map((item) => {
     const base = mimeType === undefined ? { uri } : { uri, mimeType }
     if (typeof item === 'string') return { ...base, text: item }

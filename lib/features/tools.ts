@@ -61,10 +61,16 @@ export interface ToolErrorResult extends CallToolResult {
  * `CallToolResult` carrying it as `structuredContent`, or an error result (`isError: true`). A
  * string or content blocks alone would fail the outputSchema at run time, so they do not compile.
  */
-export type ToolReturn<Structured = never> = Structured | StructuredToolResult<Structured> | ToolErrorResult | Unstructured<Structured>
+export type ToolReturn<Structured = never> =
+  | Structured
+  | StructuredToolResult<Structured>
+  | ToolErrorResult
+  | Unstructured<Structured>
 
 /** What only a tool without typed structured content may return. */
-type Unstructured<Structured> = [Structured] extends [never] ? string | ContentBlock[] | CallToolResult | JsonValue | object | undefined : never
+type Unstructured<Structured> = [Structured] extends [never]
+  ? string | ContentBlock[] | CallToolResult | JsonValue | object | undefined
+  : never
 
 /**
  * A tool handler: `(args, ctx)`. It re-runs from the top on every input-required round. `Args` are
@@ -89,7 +95,10 @@ export type TypedBySchema<Definition> = [SchemaOf<Definition, 'inputSchema'>] ex
   ? true
   : unknown extends FromSchema<SchemaOf<Definition, 'inputSchema'>> ? false : true
 
-/** The type of a tool's structured content, from a literal or TypeBox `outputSchema`; `never` when there is none to read. */
+/**
+ * The type of a tool's structured content, from a literal or TypeBox `outputSchema`; `never` when
+ * there is none to read.
+ */
 export type ToolStructuredContent<Definition> = unknown extends FromSchema<SchemaOf<Definition, 'outputSchema'>>
   ? never
   : FromSchema<SchemaOf<Definition, 'outputSchema'>>
@@ -191,7 +200,8 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
     const args = (ctx.params.arguments ?? {}) as JsonObject
     // 2025-era clients never send these headers.
-    if (tool.paramHeaders !== undefined && ctx.protocolVersion === PROTOCOL_VERSION) tool.paramHeaders.check(ctx.request.headers, args)
+    if (tool.paramHeaders !== undefined &&
+      ctx.protocolVersion === PROTOCOL_VERSION) tool.paramHeaders.check(ctx.request.headers, args)
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
     const handler = tool.handler
     let outcome

@@ -110,7 +110,12 @@ export class UriTemplate {
       } catch {
         return undefined
       }
-      Object.defineProperty(values, this.variables[k - 1], { value, enumerable: true, writable: true, configurable: true })
+      Object.defineProperty(values, this.variables[k - 1], {
+        value,
+        enumerable: true,
+        writable: true,
+        configurable: true
+      })
       p = end + literals[k].length
     }
     return values

@@ -20,7 +20,10 @@ export interface Asker {
   principal: string | null
   /** When the session expires (epoch ms): its client can no longer answer after that. */
   expiresAt?: number
-  /** Whom a wait counts against in `limits.waitingCallsPerCaller`: a principal, or a client address when anonymous. Default: the session. */
+  /**
+   * Whom a wait counts against in `limits.waitingCallsPerCaller`: a principal, or a client address
+   * when anonymous. Default: the session.
+   */
   caller?: string
 }
 
@@ -121,8 +124,13 @@ export class Exchange {
    * `limits.waitingCallsPerCaller` for its caller, or `limits.waitingCalls` on this node, nothing is
    * sent and the outcome is `full`.
    */
-  ask (asker: Asker, inputRequests: Record<string, InputRequest>, send: (request: object) => boolean, signal: AbortSignal,
-    params: (request: InputRequest, id: string) => JsonObject): Promise<RoundOutcome> {
+  ask (
+    asker: Asker,
+    inputRequests: Record<string, InputRequest>,
+    send: (request: object) => boolean,
+    signal: AbortSignal,
+    params: (request: InputRequest, id: string) => JsonObject
+  ): Promise<RoundOutcome> {
     if (signal.aborted) return Promise.resolve({ kind: 'aborted', reason: signal.reason })
     const caller = asker.caller ?? asker.session
     const count = this.#perCaller.get(caller) ?? 0
@@ -142,7 +150,13 @@ export class Exchange {
         resolve(outcome)
       }
       const onAbort = (): void => finish({ kind: 'aborted', reason: signal.reason })
-      this.#calls.set(call, { asker, pending: new Map(), responses: Object.create(null) as JsonObject, errors: [], done: finish })
+      this.#calls.set(call, {
+        asker,
+        pending: new Map(),
+        responses: Object.create(null) as JsonObject,
+        errors: [],
+        done: finish
+      })
       // An answer can only come on the session: once it expires, the client's POST is refused, so stop waiting then.
       const untilExpiry = asker.expiresAt === undefined ? Infinity : Math.max(0, asker.expiresAt - Date.now())
       const timer = untilExpiry < this.#timeout
@@ -194,8 +208,16 @@ export class Exchange {
     const request = waiting.pending.get(n)
     if (request === undefined) return 'refused'
     waiting.pending.delete(n)
-    if (response.error !== undefined) waiting.errors.push({ key: request.key, method: request.method, error: response.error })
-    else Object.defineProperty(waiting.responses, request.key, { value: response.result, enumerable: true, writable: true, configurable: true })
+    if (response.error !== undefined) {
+      waiting.errors.push({ key: request.key, method: request.method, error: response.error })
+    } else {
+      Object.defineProperty(waiting.responses, request.key, {
+        value: response.result,
+        enumerable: true,
+        writable: true,
+        configurable: true
+      })
+    }
     if (waiting.pending.size === 0) waiting.done({ kind: 'answered', responses: waiting.responses, errors: waiting.errors })
     return 'accepted'
   }

@@ -99,7 +99,10 @@ export class SessionHub {
     }
   }
 
-  /** A subscription change for the session's streams on this node; one from another node that a full stream refuses is logged. */
+  /**
+   * A subscription change for the session's streams on this node; one from another node that a
+   * full stream refuses is logged.
+   */
   #apply (streams: Set<Listener>, on: boolean, uri: string, remote = false): void {
     for (const listener of streams) {
       if (!on) this.#subscriptions.unsubscribe(listener, uri)

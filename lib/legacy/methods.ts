@@ -21,7 +21,11 @@ export function legacyMethods (options: ResolvedOptions, features: Features, hub
   dispatcher.define('initialize', {
     params: { protocolVersion: 'string', capabilities: 'object', clientInfo: 'object' },
     run: async (ctx) => {
-      const result: JsonObject = { protocolVersion: ctx.protocolVersion, capabilities: capabilities(counts), serverInfo: options.serverInfo }
+      const result: JsonObject = {
+        protocolVersion: ctx.protocolVersion,
+        capabilities: capabilities(counts),
+        serverInfo: options.serverInfo
+      }
       if (options.instructions !== undefined) result.instructions = options.instructions
       return result
     },

@@ -7,7 +7,10 @@ import { META_SERVER_INFO, isPlainObject, type JsonObject } from '../protocol/wi
 
 const MODERN_ONLY = new Set(['resultType', 'ttlMs', 'cacheScope'])
 
-/** A tool as a 2025-era client reads it: an output schema only when its root is an object, as that revision requires. */
+/**
+ * A tool as a 2025-era client reads it: an output schema only when its root is an object, as that
+ * revision requires.
+ */
 function legacyTool (tool: JsonObject): JsonObject {
   const schema = tool.outputSchema
   if (schema === undefined || (isPlainObject(schema) && schema.type === 'object')) return tool
@@ -39,7 +42,8 @@ export function legacyResult (method: string, result: JsonObject): JsonObject {
  */
 export function legacyError (method: string | undefined, error: McpError): McpError {
   let code = error.code
-  if (code === ErrorCode.HeaderMismatch || code === ErrorCode.UnsupportedProtocolVersion) code = ErrorCode.InvalidRequest
+  if (code === ErrorCode.HeaderMismatch ||
+    code === ErrorCode.UnsupportedProtocolVersion) code = ErrorCode.InvalidRequest
   if (code === ErrorCode.MissingRequiredClientCapability) code = ErrorCode.InvalidParams
   if (method === 'resources/read' && code === ErrorCode.InvalidParams && error.message === 'Resource not found') code = ErrorCode.ResourceNotFound
   const statusCode = error.statusCode === 404 || error.statusCode === 400 ? 200 : error.statusCode

@@ -50,10 +50,16 @@ export class StreamDelivery implements Delivery {
   async deliver (ctx: McpContext, label: string, asked: Asked): Promise<Delivered> {
     const { client, stream } = ctx[kCallState]
     // A 2025-era client without a session declared no capabilities, so its pass failed before it asked.
-    const asker = { session: client.session as string, principal: ctx.principal, expiresAt: client.sessionExpiresAt, caller: callerOf(ctx) }
-    const outcome = await this.#exchange.ask(asker, asked.inputRequests, (request) => stream.notify(request), stream.signal,
-      paramsFor(ctx.protocolVersion))
-    // In-band, as every error of a call that reached its method is for a 2025-era client: its stream may be open already.
+    const asker = {
+      session: client.session as string,
+      principal: ctx.principal,
+      expiresAt: client.sessionExpiresAt,
+      caller: callerOf(ctx)
+    }
+    const outcome = await this.#exchange.ask(asker, asked.inputRequests, (request) => stream.notify(request),
+      stream.signal, paramsFor(ctx.protocolVersion))
+    // In-band, as every error of a call that reached its method is for a 2025-era client: its stream
+    // may be open already.
     if (outcome.kind === 'full') {
       throw invalidRequest(outcome.limit === 'waitingCallsPerCaller'
         ? `${label} cannot wait for the client's answer: ${outcome.bound} calls of this caller wait already, the most accepted (limits.waitingCallsPerCaller); answer or cancel one, then call again`

@@ -64,8 +64,15 @@ export class ReplayEngine {
     this.#budget = budget
   }
 
-  /** Runs a handler under the replay pattern: its value, or the `input_required` result that asks for what it still needs. */
-  async run<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<{ complete: T } | InputRequiredResult> {
+  /**
+   * Runs a handler under the replay pattern: its value, or the `input_required` result that asks
+   * for what it still needs.
+   */
+  async run<T> (
+    ctx: McpContext,
+    label: string,
+    fn: () => T | PromiseLike<T>
+  ): Promise<{ complete: T } | InputRequiredResult> {
     const state = ctx[kCallState]
     const delivery = state.delivery
     let { ledger, responses, round } = delivery.start(ctx)

@@ -176,7 +176,10 @@ export class ReplayPass implements AskTarget {
     if (this.#pending === undefined) this.#close(outcome)
   }
 
-  /** The handler threw: that is the outcome, unless the pass already yielded (the yield unwinding it, most likely) or failed. */
+  /**
+   * The handler threw: that is the outcome, unless the pass already yielded (the yield unwinding
+   * it, most likely) or failed.
+   */
   #threw (error: unknown): void {
     if (this.#pending === undefined) this.#fail(error)
   }
@@ -188,7 +191,10 @@ export class ReplayPass implements AskTarget {
     this.#resolve!(outcome)
   }
 
-  /** The pass fails with `error` (a bad answer, a changed question), unless it already ended; the ask that failed rejects with it. */
+  /**
+   * The pass fails with `error` (a bad answer, a changed question), unless it already ended; the
+   * ask that failed rejects with it.
+   */
   #fail (error: unknown): Promise<never> {
     if (!this.#closed) {
       this.#closed = true

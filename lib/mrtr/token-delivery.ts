@@ -78,7 +78,13 @@ export class TokenDelivery implements Delivery {
   deliver (ctx: McpContext, label: string, asked: Asked, round: number): Delivered {
     let requestState
     try {
-      requestState = this.#codec.encode({ method: ctx.method, originalParams: originalParamsOf(ctx.params), ledger: asked.ledger, principal: ctx.principal, round })
+      requestState = this.#codec.encode({
+        method: ctx.method,
+        originalParams: originalParamsOf(ctx.params),
+        ledger: asked.ledger,
+        principal: ctx.principal,
+        round
+      })
     } catch (error) {
       if (error instanceof UncarriableError) throw invalidParams(`${label} cannot carry this request in a requestState token: ${error.message}`)
       // The principal is a string or null, so the other way encoding fails is a token too long.

@@ -42,7 +42,8 @@ export class Dispatcher {
   /** Runs the context's method: -32601 (HTTP 404) when it is not served, -32602 when its params are wrong. */
   dispatch (ctx: McpContext): Promise<object> {
     const method = this.#methods.get(ctx.method)
-    if (method === undefined || (method.spec.enabled !== undefined && !method.spec.enabled())) throw methodNotFound(ctx.method)
+    if (method === undefined ||
+      (method.spec.enabled !== undefined && !method.spec.enabled())) throw methodNotFound(ctx.method)
     checkParams(ctx.method, method, ctx.params)
     return method.spec.run(ctx)
   }

@@ -95,7 +95,8 @@ function decodeBase64 (text: string): string | undefined {
  */
 export function decodeHeaderValue (raw: string): string | undefined {
   const value = trimOws(raw)
-  if (value.length >= SENTINEL_PREFIX.length + SENTINEL_SUFFIX.length && value.startsWith(SENTINEL_PREFIX) && value.endsWith(SENTINEL_SUFFIX)) {
+  if (value.length >= SENTINEL_PREFIX.length + SENTINEL_SUFFIX.length && value.startsWith(SENTINEL_PREFIX) &&
+    value.endsWith(SENTINEL_SUFFIX)) {
     return decodeBase64(value.slice(SENTINEL_PREFIX.length, -SENTINEL_SUFFIX.length))
   }
   return PLAIN.test(value) ? value : undefined
@@ -157,7 +158,11 @@ function checkProgressToken (meta: JsonObject, statusCode: number): void {
  * `MCP-Protocol-Version` header (which the caller found present), `Mcp-Method` and, for methods
  * that name a target, `Mcp-Name`.
  */
-export function checkModernRequest (message: { method: string, params: JsonObject }, headers: IncomingHttpHeaders, headerVersion: string): RequestMeta {
+export function checkModernRequest (
+  message: { method: string, params: JsonObject },
+  headers: IncomingHttpHeaders,
+  headerVersion: string
+): RequestMeta {
   const { method, params } = message
   const meta = checkMeta(params)
   if (headerVersion !== meta[META_PROTOCOL_VERSION]) throw headerMismatch('The MCP-Protocol-Version header does not match params._meta')

@@ -24,7 +24,10 @@ const DEFAULTS: ClientDefaults = {
 
 /** Options of `createTestClient`; `V` is the protocol version the client speaks. */
 export interface TestClientOptions<V extends string = string> {
-  /** Declared on every request (at `initialize`, in a 2025 revision). Default: every kind of input (elicitation form and url, sampling, roots). */
+  /**
+   * Declared on every request (at `initialize`, in a 2025 revision). Default: every kind of input
+   * (elicitation form and url, sampling, roots).
+   */
   capabilities?: ClientCapabilities
   /** Default `{ name: 'mocapi-test-client', version: '1.0.0' }`. */
   clientInfo?: Implementation
@@ -62,7 +65,10 @@ export interface TestClientOptions<V extends string = string> {
   onRound?: (round: number, inputRequests: Record<string, InputRequest>) => void
 }
 
-/** Per-call additions: `_meta` fields (say `progressToken`) and HTTP headers (which win over the client's `headers`). */
+/**
+ * Per-call additions: `_meta` fields (say `progressToken`) and HTTP headers (which win over the
+ * client's `headers`).
+ */
 export interface CallOptions {
   meta?: JsonObject
   headers?: Record<string, string>
@@ -76,7 +82,10 @@ export interface Notification {
   [key: string]: unknown
 }
 
-/** One round: what the server asked (in an `input_required` result, or in 2025-era requests sent together), and what the client answered. */
+/**
+ * One round: what the server asked (in an `input_required` result, or in 2025-era requests sent
+ * together), and what the client answered.
+ */
 export interface Round {
   inputRequests: Record<string, InputRequest>
   inputResponses: Record<string, InputResponse>
@@ -122,9 +131,19 @@ export interface ListedTool {
 /** A mocapi test client; see `createTestClient`. `V` is the protocol version it speaks. */
 export interface TestClient<V extends string = typeof PROTOCOL_VERSION> {
   /** Calls a tool, answering its input requests with `answers`, and resolves with the complete result. */
-  callTool (name: string, args?: JsonObject, answers?: Answers, options?: CallOptions): Promise<Outcome<CallToolResult, V>>
+  callTool (
+    name: string,
+    args?: JsonObject,
+    answers?: Answers,
+    options?: CallOptions
+  ): Promise<Outcome<CallToolResult, V>>
   /** Gets a prompt, answering its input requests with `answers`. */
-  getPrompt (name: string, args?: Record<string, string>, answers?: Answers, options?: CallOptions): Promise<Outcome<GetPromptResult, V>>
+  getPrompt (
+    name: string,
+    args?: Record<string, string>,
+    answers?: Answers,
+    options?: CallOptions
+  ): Promise<Outcome<GetPromptResult, V>>
   /** Reads a resource, answering its input requests with `answers`. */
   readResource (uri: string, answers?: Answers, options?: CallOptions): Promise<Outcome<ReadResourceResult, V>>
   /** Every tool of `tools/list`, following its pages. */
@@ -164,11 +183,21 @@ class Client implements TestClient<string> {
     if (isLegacyVersion(version)) this.#session = new LegacySession(transport, options, version, DEFAULTS)
   }
 
-  callTool (name: string, args?: JsonObject, answers?: Answers, options?: CallOptions): Promise<Outcome<CallToolResult, string>> {
+  callTool (
+    name: string,
+    args?: JsonObject,
+    answers?: Answers,
+    options?: CallOptions
+  ): Promise<Outcome<CallToolResult, string>> {
     return this.#interactive('tools/call', args === undefined ? { name } : { name, arguments: args }, answers, options)
   }
 
-  getPrompt (name: string, args?: Record<string, string>, answers?: Answers, options?: CallOptions): Promise<Outcome<GetPromptResult, string>> {
+  getPrompt (
+    name: string,
+    args?: Record<string, string>,
+    answers?: Answers,
+    options?: CallOptions
+  ): Promise<Outcome<GetPromptResult, string>> {
     return this.#interactive('prompts/get', args === undefined ? { name } : { name, arguments: args }, answers, options)
   }
 
@@ -188,20 +217,35 @@ class Client implements TestClient<string> {
   }
 
   async request (method: string, params: JsonObject = {}, options: CallOptions = {}): Promise<JsonObject> {
-    if (this.#session !== undefined) return (await this.#session.call<JsonObject>(method, params, answerFunction(undefined), options, method)).result
+    if (this.#session !== undefined) {
+      return (await this.#session.call<JsonObject>(method, params, answerFunction(undefined), options, method)).result
+    }
     return resultOf(await this.#exchange(method, params, options, []), [])
   }
 
-  #interactive<R> (method: string, target: JsonObject, given: Answers | undefined, options: CallOptions = {}): Promise<Outcome<R, string>> {
+  #interactive<R> (
+    method: string,
+    target: JsonObject,
+    given: Answers | undefined,
+    options: CallOptions = {}
+  ): Promise<Outcome<R, string>> {
     const answer = answerFunction(given)
     const label = `${method} ${JSON.stringify(target.name ?? target.uri)}`
     // The result's type depends on the version, which the public TestClient<V> carries.
-    const outcome = this.#session !== undefined ? this.#session.call<R>(method, target, answer, options, label) : this.#rounds<R>(method, target, answer, options, label)
+    const outcome = this.#session !== undefined
+      ? this.#session.call<R>(method, target, answer, options, label)
+      : this.#rounds<R>(method, target, answer, options, label)
     return outcome as Promise<unknown> as Promise<Outcome<R, string>>
   }
 
   /** A 2026-07-28 call: each `input_required` result answered and retried, until the result is complete. */
-  async #rounds<R> (method: string, target: JsonObject, answer: AnswerFunction, options: CallOptions, label: string): Promise<Outcome<R>> {
+  async #rounds<R> (
+    method: string,
+    target: JsonObject,
+    answer: AnswerFunction,
+    options: CallOptions,
+    label: string
+  ): Promise<Outcome<R>> {
     const rounds: Round[] = []
     const notifications: Notification[] = []
     let retry: JsonObject = {}
@@ -219,7 +263,9 @@ class Client implements TestClient<string> {
       const inputRequests = (result.inputRequests ?? {}) as Record<string, InputRequest>
       this.#options.onRound?.(rounds.length + 1, inputRequests)
       const inputResponses: Record<string, InputResponse> = {}
-      for (const [key, request] of Object.entries(inputRequests)) inputResponses[key] = await answer(viewOf(key, request))
+      for (const [key, request] of Object.entries(inputRequests)) {
+        inputResponses[key] = await answer(viewOf(key, request))
+      }
       rounds.push({ inputRequests, inputResponses })
       retry = {}
       if (Object.keys(inputResponses).length > 0) retry.inputResponses = inputResponses
@@ -228,7 +274,12 @@ class Client implements TestClient<string> {
   }
 
   /** Sends one request and reads its reply, collecting the notifications it streams. */
-  async #exchange (method: string, params: JsonObject, options: CallOptions, notifications: Notification[]): Promise<ReadReply> {
+  async #exchange (
+    method: string,
+    params: JsonObject,
+    options: CallOptions,
+    notifications: Notification[]
+  ): Promise<ReadReply> {
     const o = this.#options
     const version = o.protocolVersion ?? PROTOCOL_VERSION
     const headers: Record<string, string> = {
@@ -286,8 +337,10 @@ function roundRobin (transports: Transport[]): Transport {
  * too, whose reply is then read as it is written (Fastify's light-my-request 6.2 or later); several
  * nodes must share a bus that carries the answers between them, as a fleet must.
  */
-export function createTestClient<V extends string = typeof PROTOCOL_VERSION> (target: TestTarget | readonly TestTarget[],
-  options: TestClientOptions<V> = {}): TestClient<V> {
+export function createTestClient<V extends string = typeof PROTOCOL_VERSION> (
+  target: TestTarget | readonly TestTarget[],
+  options: TestClientOptions<V> = {}
+): TestClient<V> {
   const targets: readonly TestTarget[] = Array.isArray(target) ? target : [target as TestTarget]
   if (targets.length === 0) throw new TypeError('createTestClient needs at least one Fastify app or URL')
   return new Client(roundRobin(targets.map((one) => transportOf(one, options.path ?? '/mcp'))), options) as unknown as TestClient<V>

@@ -11,8 +11,8 @@
  */
 export {
   createTestClient, McpClientError,
-  type TestClient, type TestClientOptions, type TestTarget, type CallOptions, type Outcome, type Round, type Notification,
-  type ReadResourceResult, type ListedTool, type CompleteResult, type LegacyProtocolVersion,
+  type TestClient, type TestClientOptions, type TestTarget, type CallOptions, type Outcome, type Round,
+  type Notification, type ReadResourceResult, type ListedTool, type CompleteResult, type LegacyProtocolVersion,
 } from './client.js'
 export { textOf } from './text.js'
 export {

@@ -164,7 +164,12 @@ export class LegacySession {
   #opened: Promise<void> | undefined
   #nextId = 1
 
-  constructor (transport: Transport, options: TestClientOptions, version: LegacyProtocolVersion, defaults: ClientDefaults) {
+  constructor (
+    transport: Transport,
+    options: TestClientOptions,
+    version: LegacyProtocolVersion,
+    defaults: ClientDefaults
+  ) {
     this.#transport = transport
     this.#options = options
     this.#requested = version
@@ -183,7 +188,11 @@ export class LegacySession {
 
   async #initialize (): Promise<void> {
     const o = this.#options
-    const params = { protocolVersion: this.#requested, capabilities: o.capabilities ?? this.#defaults.capabilities, clientInfo: o.clientInfo ?? this.#defaults.clientInfo }
+    const params = {
+      protocolVersion: this.#requested,
+      capabilities: o.capabilities ?? this.#defaults.capabilities,
+      clientInfo: o.clientInfo ?? this.#defaults.clientInfo
+    }
     const reply = await this.#transport(this.#headers({}, false), JSON.stringify({ jsonrpc: '2.0', id: this.#nextId++, method: 'initialize', params }))
     const result = resultOf(await readReply(reply, noop), [])
     // The server's choice among the versions it serves, which every later request names.
@@ -208,9 +217,16 @@ export class LegacySession {
    * One request of the session, with the server's requests on its stream answered by `answer`;
    * resolves with the complete result and the rounds it took. `label` names the call in errors.
    */
-  async call<R> (method: string, params: JsonObject, answer: AnswerFunction, options: CallOptions, label: string): Promise<Outcome<R, LegacyProtocolVersion>> {
+  async call<R> (
+    method: string,
+    params: JsonObject,
+    answer: AnswerFunction,
+    options: CallOptions,
+    label: string
+  ): Promise<Outcome<R, LegacyProtocolVersion>> {
     await this.#open()
-    const call = new LegacyCall((message) => this.#transport(this.#headers(options, true), JSON.stringify(message)), answer, this.#options, label)
+    const call = new LegacyCall((message) => this.#transport(this.#headers(options, true), JSON.stringify(message)),
+      answer, this.#options, label)
     const body = { jsonrpc: '2.0', id: this.#nextId++, method, params: options.meta === undefined ? params : { ...params, _meta: options.meta } }
     const reply = await this.#transport(this.#headers(options, true), JSON.stringify(body))
     call.attach(reply)

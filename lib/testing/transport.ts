@@ -25,7 +25,11 @@ export type Transport = (headers: Record<string, string>, body: string) => Promi
  * The headers of a request: the client's own (`base`), `authorization` from a bearer token, then
  * each of `given` in turn, each winning over what came before, whatever its case.
  */
-export function headersOf (base: Record<string, string>, token: string | undefined, ...given: Array<Record<string, string> | undefined>): Record<string, string> {
+export function headersOf (
+  base: Record<string, string>,
+  token: string | undefined,
+  ...given: Array<Record<string, string> | undefined>
+): Record<string, string> {
   const headers = { ...base }
   if (token !== undefined) headers.authorization = `Bearer ${token}`
   for (const one of given) {
@@ -94,7 +98,10 @@ function parseJson (text: string): unknown {
   }
 }
 
-/** Splits an event stream into the JSON of its `data:` fields, one message per event (undefined when it does not parse). */
+/**
+ * Splits an event stream into the JSON of its `data:` fields, one message per event (undefined
+ * when it does not parse).
+ */
 export class EventStreamParser {
   #buffer = ''
 

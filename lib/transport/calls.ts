@@ -18,7 +18,10 @@ export interface CallEnd {
 export interface CallWatch {
   /** Told how the call ended, once its reply is written. */
   ended (end: CallEnd, reply: FastifyReply): void
-  /** Runs the call's dispatch in a scope of the observer's: tracing runs it in the call's span, so the handler's own spans nest in it. */
+  /**
+   * Runs the call's dispatch in a scope of the observer's: tracing runs it in the call's span, so
+   * the handler's own spans nest in it.
+   */
   within?<T> (dispatch: () => T): T
 }
 
@@ -39,7 +42,10 @@ export function targetOf (ctx: McpContext): string | undefined {
   return typeof target === 'string' ? target.slice(0, 200) : undefined
 }
 
-/** What an observer returns for a call it has nothing to do for: the route skips its scope, and no one allocates a watch. */
+/**
+ * What an observer returns for a call it has nothing to do for: the route skips its scope, and no
+ * one allocates a watch.
+ */
 export const UNWATCHED: CallWatch = Object.freeze({ ended: () => {} })
 
 /**
@@ -53,7 +59,14 @@ export const callLog: CallObserver = {
         ended: (end, reply) => {
           const round = ctx[kCallState].round
           request.log.info({
-            mcp: { method: ctx.method, name: targetOf(ctx), round: round === 0 ? undefined : round, outcome: end.outcome, code: end.code, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
+            mcp: {
+              method: ctx.method,
+              name: targetOf(ctx),
+              round: round === 0 ? undefined : round,
+              outcome: end.outcome,
+              code: end.code,
+              durationMs: Math.round(reply.elapsedTime * 100) / 100
+            },
           }, 'mcp call')
         },
       },

@@ -22,7 +22,10 @@ function event (message: object): string {
  */
 export class Lifecycle {
   #closing = false
-  /** The open replies, as a doubly linked list: a Set churned once per request kept dead requests alive (bench/README.md#churn). */
+  /**
+   * The open replies, as a doubly linked list: a Set churned once per request kept dead requests
+   * alive (bench/README.md#churn).
+   */
   #head: OpenReply | undefined
   readonly #grace: number
   readonly #closeIdleConnections: () => void
@@ -101,7 +104,10 @@ export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): Fastify
   return lifecycle.closing ? reply.header('connection', 'close') : reply
 }
 
-/** The replies that wait behind an earlier one on a pipelined connection, by socket: told through one listener when it closes. */
+/**
+ * The replies that wait behind an earlier one on a pipelined connection, by socket: told through
+ * one listener when it closes.
+ */
 const queued = new WeakMap<Socket, Set<ReplyChannel>>()
 
 /** Aborts `channel` when `socket` closes; the returned function forgets it. */
@@ -147,7 +153,13 @@ export class ReplyChannel implements NotificationStream {
   #abortedFor: string | undefined
   readonly #entry: OpenReply
 
-  constructor (reply: FastifyReply, id: RequestId | null, lifecycle: Lifecycle, limits: ChannelLimits, log: FastifyBaseLogger) {
+  constructor (
+    reply: FastifyReply,
+    id: RequestId | null,
+    lifecycle: Lifecycle,
+    limits: ChannelLimits,
+    log: FastifyBaseLogger
+  ) {
     this.#reply = reply
     this.#id = id
     this.#lifecycle = lifecycle
@@ -184,7 +196,9 @@ export class ReplyChannel implements NotificationStream {
 
   /** Whether the signal is aborted, or would be once read: most replies never make one, and asking must not. */
   get aborted (): boolean {
-    return this.#controller === undefined ? this.#abortedFor !== undefined || this.closed : this.#controller.signal.aborted
+    return this.#controller === undefined
+      ? this.#abortedFor !== undefined || this.closed
+      : this.#controller.signal.aborted
   }
 
   /**

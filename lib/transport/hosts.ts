@@ -30,7 +30,11 @@ export function isLoopbackAddress (address: string | undefined): boolean {
  * no `allowedOrigins`), and a request that reached a loopback address naming a host the app does
  * not know: a DNS-rebinding page names its own host.
  */
-export function checkOrigin (request: FastifyRequest, allowedOrigins: readonly string[] | undefined, allowedHosts: ReadonlySet<string>): void {
+export function checkOrigin (
+  request: FastifyRequest,
+  allowedOrigins: readonly string[] | undefined,
+  allowedHosts: ReadonlySet<string>
+): void {
   const origin = request.headers.origin
   if (origin !== undefined) {
     let ok = allowedOrigins !== undefined && (allowedOrigins.includes('*') || allowedOrigins.includes(origin))

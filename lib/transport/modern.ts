@@ -10,7 +10,8 @@ import type { Delivery } from '../mrtr/engine.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
 import { checkModernRequest, header, type Message } from '../protocol/envelope.js'
 import {
-  LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION, type Implementation, type JsonObject,
+  LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION,
+  type Implementation, type JsonObject,
 } from '../protocol/wire.js'
 import { UNWATCHED } from './calls.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
@@ -66,7 +67,14 @@ export class ModernTransport implements Era {
     }
     const channel = new ReplyChannel(reply, message.id, parts.lifecycle, parts.limits, request.log)
     const state = new CallState(client, principalOf(request, parts.principal), channel, parts.delivery)
-    return { ctx: new McpContext(request, message, state), channel, era: this, sessionId: undefined, untrack: noop, watch: UNWATCHED }
+    return {
+      ctx: new McpContext(request, message, state),
+      channel,
+      era: this,
+      sessionId: undefined,
+      untrack: noop,
+      watch: UNWATCHED
+    }
   }
 
   /** A result with its `resultType` (complete unless it says otherwise) and the server's info in `_meta`. */

@@ -56,7 +56,10 @@ export class ProtectedResource {
     this.#allowedHosts = allowedHosts
   }
 
-  /** The resource URL: the configured one, or the endpoint as this request reached it when its host is known; else undefined. */
+  /**
+   * The resource URL: the configured one, or the endpoint as this request reached it when its host
+   * is known; else undefined.
+   */
   resource (request: FastifyRequest): string | undefined {
     if (this.#options.resource !== undefined) return this.#options.resource
     if (!isKnownHost(hostnameOf(request.host), this.#allowedHosts)) return undefined

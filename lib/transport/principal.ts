@@ -18,7 +18,10 @@ function bound (id: unknown): Principal | undefined {
  * request with a `request.user` that has neither is authenticated without a principal, which
  * fails closed: the replay engine refuses its interactive rounds rather than treat it as anonymous.
  */
-export function principalOf (request: FastifyRequest, custom: ((request: FastifyRequest) => unknown) | undefined): Principal {
+export function principalOf (
+  request: FastifyRequest,
+  custom: ((request: FastifyRequest) => unknown) | undefined
+): Principal {
   if (custom !== undefined) {
     const value = custom(request)
     return value === null || value === undefined ? ANONYMOUS : bound(value) ?? UNBOUND

@@ -181,7 +181,9 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
   function run (call: Call): Promise<JsonObject> {
     const { ctx, watch } = call
     const { dispatcher } = call.era
-    return (watch.within === undefined ? dispatcher.dispatch(ctx) : watch.within(() => dispatcher.dispatch(ctx))) as Promise<JsonObject>
+    return (watch.within === undefined
+      ? dispatcher.dispatch(ctx)
+      : watch.within(() => dispatcher.dispatch(ctx))) as Promise<JsonObject>
   }
 
   /** A call that returned: over, its end told to its observers, its result in its era's shape. */

@@ -35,7 +35,10 @@ const META_VALUE_LENGTH = 8192
 
 const RESOURCE_METHODS = new Set(['resources/read', 'resources/subscribe', 'resources/unsubscribe'])
 
-/** Reads the trace context keys of `params._meta` (`traceparent`, `tracestate`, `baggage`): own string values of bounded length only. */
+/**
+ * Reads the trace context keys of `params._meta` (`traceparent`, `tracestate`, `baggage`): own
+ * string values of bounded length only.
+ */
 const metaGetter: Otel.TextMapGetter<Record<string, unknown>> = {
   keys: (meta) => Object.keys(meta),
   get: (meta, key) => {
@@ -58,14 +61,20 @@ function targetOf (ctx: McpContext): string | undefined {
   return typeof name === 'string' ? bounded(name, NAME_LENGTH) : undefined
 }
 
-/** Sets the GenAI attributes: `execute_tool` on a tool call, and the name of the tool or prompt, when there is one to record. */
+/**
+ * Sets the GenAI attributes: `execute_tool` on a tool call, and the name of the tool or prompt,
+ * when there is one to record.
+ */
 function setTarget (attributes: Otel.Attributes, method: string, target: string | undefined): void {
   if (method === 'tools/call') attributes['gen_ai.operation.name'] = 'execute_tool'
   if (target === undefined) return
   attributes[method === 'tools/call' ? 'gen_ai.tool.name' : 'gen_ai.prompt.name'] = target
 }
 
-/** The span's attributes when it starts: the method and its target, the version, the request id, the resource, the 2025-era session (its random id, never the sealed one). */
+/**
+ * The span's attributes when it starts: the method and its target, the version, the request id,
+ * the resource, the 2025-era session (its random id, never the sealed one).
+ */
 function spanAttributes (ctx: McpContext, method: string, target: string | undefined): Otel.Attributes {
   const attributes: Otel.Attributes = {
     'mcp.method.name': method,
@@ -80,7 +89,10 @@ function spanAttributes (ctx: McpContext, method: string, target: string | undef
   return attributes
 }
 
-/** `error.type` by the conventions: the code of a server-side error, `tool_error` for an `isError` result; none for the client's mistakes. */
+/**
+ * `error.type` by the conventions: the code of a server-side error, `tool_error` for an `isError`
+ * result; none for the client's mistakes.
+ */
 function errorTypeOf (end: CallEnd): string | undefined {
   if (end.outcome === 'tool_error') return 'tool_error'
   if (end.outcome === 'error' && !CLIENT_MISTAKES.has(end.code as number)) return String(end.code)
@@ -92,7 +104,13 @@ function errorTypeOf (end: CallEnd): string | undefined {
  * stays out, so it cannot grow a series per request: an unknown method (-32601) is `_OTHER`, and
  * a name the call was refused for (-32602) is left out.
  */
-function metricAttributes (ctx: McpContext, method: string, target: string | undefined, end: CallEnd, errorType: string | undefined): Otel.Attributes {
+function metricAttributes (
+  ctx: McpContext,
+  method: string,
+  target: string | undefined,
+  end: CallEnd,
+  errorType: string | undefined
+): Otel.Attributes {
   const attributes: Otel.Attributes = {
     'mcp.method.name': end.code === -32601 ? '_OTHER' : method,
     'mcp.protocol.version': ctx.protocolVersion,
@@ -116,7 +134,10 @@ function ambientOf (api: Api, request: FastifyRequest): Otel.Context {
   return api.context.active()
 }
 
-/** The call's parent: the context the client sent in `_meta`, over the ambient one; the ambient one when `_meta` has none or a propagator chokes on it. */
+/**
+ * The call's parent: the context the client sent in `_meta`, over the ambient one; the ambient one
+ * when `_meta` has none or a propagator chokes on it.
+ */
 function parentOf (api: Api, ambient: Otel.Context, meta: unknown): Otel.Context {
   if (!isPlainObject(meta)) return ambient
   try {
@@ -134,7 +155,10 @@ function linksOf (api: Api, ambient: Otel.Context, parent: Otel.Context): Otel.L
   return api.trace.getSpanContext(parent)?.spanId === transport.spanId ? undefined : [{ context: transport }]
 }
 
-/** Runs a dispatch in the call's span, so the handler's own spans nest in it and it sees the baggage `_meta` brought. */
+/**
+ * Runs a dispatch in the call's span, so the handler's own spans nest in it and it sees the
+ * baggage `_meta` brought.
+ */
 function scoped (api: Api, parent: Otel.Context, span: Otel.Span): <T>(dispatch: () => T) => T {
   const scope = api.trace.setSpan(parent, span)
   return (dispatch) => api.context.with(scope, dispatch)
@@ -158,7 +182,8 @@ export function callTracer (api: Api): CallObserver {
     : (): boolean => {
         const provider = api.trace.getTracerProvider()
         // Without a propagator, the trace context and baggage in `_meta` cannot reach the handler either.
-        return provider instanceof api.ProxyTracerProvider && provider.getDelegate() === noTracerProvider && api.propagation.fields().length === 0
+        return provider instanceof api.ProxyTracerProvider && provider.getDelegate() === noTracerProvider &&
+          api.propagation.fields().length === 0
       }
   return {
     begin (request, ctx) {
@@ -174,8 +199,11 @@ export function callTracer (api: Api): CallObserver {
         links: linksOf(api, ambient, parent),
       }, parent)
       return {
-        // With no SDK, the span is the API's invalid no-op: unless `_meta` brought a context, there is nothing to run the dispatch in.
-        within: parent === ambient && !api.trace.isSpanContextValid(span.spanContext()) ? undefined : scoped(api, parent, span),
+        // With no SDK, the span is the API's invalid no-op: unless `_meta` brought a context, there is
+        // nothing to run the dispatch in.
+        within: parent === ambient && !api.trace.isSpanContextValid(span.spanContext())
+          ? undefined
+          : scoped(api, parent, span),
         ended: (end) => {
           const errorType = errorTypeOf(end)
           if (span.isRecording()) {
@@ -205,7 +233,10 @@ function notInstalled (error: unknown): boolean {
  * The tracing observer, or undefined when `@opentelemetry/api` is not installed (silently) or
  * cannot be loaded (with a warning: tracing is not worth failing the app for).
  */
-export async function callTracing (log: FastifyBaseLogger, load: ApiLoader = importApi): Promise<CallObserver | undefined> {
+export async function callTracing (
+  log: FastifyBaseLogger,
+  load: ApiLoader = importApi
+): Promise<CallObserver | undefined> {
   let api: Api
   try {
     api = await load()

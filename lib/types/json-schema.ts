@@ -67,7 +67,9 @@ type Union<S, Keyword extends string, D extends number> = S extends { [K in Keyw
 
 type AllOf<S, D extends number> = S extends { allOf: infer M } ? Both<M, Down[D]> : unknown
 
-type Both<M, D extends number> = M extends readonly [infer First, ...infer Rest] ? Read<First, D> & Both<Rest, D> : unknown
+type Both<M, D extends number> = M extends readonly [infer First, ...infer Rest]
+  ? Read<First, D> & Both<Rest, D>
+  : unknown
 
 type RequiredKeys<S> = S extends { required: ReadonlyArray<infer K> } ? Extract<K, string> : never
 
@@ -79,7 +81,9 @@ type ObjectOf<S, D extends number> = [D] extends [never]
   : S extends { properties: infer P }
     ? string extends keyof P
       ? { [key: string]: unknown } // properties typed as a record: not literal
-      : Flatten<Properties<P, RequiredKeys<S>, D> & { [K in Exclude<RequiredKeys<S>, keyof P>]: unknown } & Additional<S, D>>
+      : Flatten<
+        Properties<P, RequiredKeys<S>, D> & { [K in Exclude<RequiredKeys<S>, keyof P>]: unknown } & Additional<S, D>
+      >
     : S extends { additionalProperties: false }
       ? Record<never, never>
       : Flatten<{ [K in RequiredKeys<S>]: unknown } & Additional<S, D, { [key: string]: unknown }>>
@@ -105,7 +109,13 @@ type ArrayOf<S, D extends number> = [D] extends [never]
 type Rest<S, D extends number> = S extends { items: infer I } ? I extends false ? [] : Array<Read<I, D>> : unknown[]
 
 /** `prefixItems` as a tuple: the first `Min` items required, the others optional, then the rest. */
-type Tuple<P extends readonly unknown[], Min extends number, R extends unknown[], D extends number, Done extends unknown[] = []> =
+type Tuple<
+  P extends readonly unknown[],
+  Min extends number,
+  R extends unknown[],
+  D extends number,
+  Done extends unknown[] = []
+> =
   P extends readonly [infer First, ...infer Others]
     ? Done['length'] extends Min
       ? [...Done, ...{ -readonly [K in keyof P]?: Read<P[K], D> }, ...R]
