@@ -70,7 +70,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   bus.attach((event) => {
     if (event.kind === 'session') hub.receive(event)
     else subscriptions.deliver(event)
-  }, { node: exchange.node, listener: (message) => exchange.received(message) })
+  }, { node: exchange.node, listener: (message) => exchange.received(message) }, () => subscriptions.catchUp())
   // Registrations made while the app boots are not news to anyone.
   let live = false
   fastify.addHook('onReady', async () => {

@@ -6,10 +6,14 @@ const BUS_TIMING = { late: 2_000, nag: 30_000 }
 /** At most one line per this long about changes the bus failed to carry. */
 const BUS_FAILURE_LOG_MS = 10_000
 
+function noop (): void {}
+
 /**
  * The plugin's side of a notification bus. Subscribing happens in the background, so a bus that
  * is down (Redis during an outage) never keeps the server from starting: what does not need the
  * bus (tools/call) is served meanwhile, and the operator is told at error level until it is up.
+ * A bus that goes down later (its `watch` says so) is logged once at error, and once at warn when
+ * it is back; whenever it starts delivering after it did not, the streams are caught up (`resumed`).
  * Changes the bus fails to carry are counted and logged, at most once per interval.
  */
 export class BusLink {
@@ -17,6 +21,9 @@ export class BusLink {
   readonly #log: FastifyBaseLogger
   readonly #timing: typeof BUS_TIMING
   #unsubscribe: (() => void) | undefined
+  #unwatch: (() => void) | undefined
+  /** When the bus went down, while it is down after it was up. */
+  #downSince: number | undefined
   #up = false
   #closed = false
   #nag: NodeJS.Timeout | undefined
@@ -67,12 +74,15 @@ export class BusLink {
 
   /**
    * Starts delivering the bus's events to `deliver`, and the messages sent to `receiver.node`
-   * to `receiver.listener` when the bus routes them, in the background.
+   * to `receiver.listener` when the bus routes them, in the background. `resumed` runs each time
+   * the bus delivers again after it did not (it came up late, or back after an outage): events
+   * published meanwhile were lost.
    */
-  attach (deliver: (event: BusEvent) => void, receiver?: { node: string, listener: (message: object) => void }): void {
+  attach (deliver: (event: BusEvent) => void, receiver?: { node: string, listener: (message: object) => void }, resumed: () => void = noop): void {
     const started = Date.now()
     this.#nag = setTimeout(() => this.#stillDown(started), this.#timing.late)
     this.#nag.unref()
+    this.#unwatch = this.#bus.watch?.((state, cause) => this.#changed(state, cause, resumed))
     this.#attached = Promise.resolve()
       .then(async () => {
         const unsubscribe = await this.#bus.subscribe(deliver)
@@ -88,7 +98,9 @@ export class BusLink {
         if (this.#closed) return unsubscribe()
         this.#unsubscribe = unsubscribe
         this.#up = true
-        if (Date.now() - started >= this.#timing.late) this.#log.info('mocapi: the notification bus is up; change notifications reach this node again')
+        if (Date.now() - started < this.#timing.late) return
+        this.#log.info('mocapi: the notification bus is up; change notifications reach this node again')
+        resumed()
       }, (error: unknown) => {
         clearTimeout(this.#nag)
         if (!this.#closed) this.#log.error({ err: error }, 'mocapi: the notification bus failed; listen streams on this node miss changes made on other nodes')
@@ -101,6 +113,28 @@ export class BusLink {
       'mocapi: the notification bus is not connected; listen streams on this node miss changes made on other nodes until it is')
     this.#nag = setTimeout(() => this.#stillDown(started), this.#timing.nag)
     this.#nag.unref()
+  }
+
+  /**
+   * The bus went down or is back. Logged once each way: a bus retrying its connection reports
+   * every attempt, and the operator needs to hear of the outage, not of each attempt.
+   */
+  #changed (state: 'down' | 'up', cause: unknown, resumed: () => void): void {
+    if (state === 'down') {
+      if (this.#downSince !== undefined) return
+      this.#downSince = Date.now()
+      this.#log.error({ err: cause },
+        'mocapi: the notification bus is down; until it is back, changes, 2025-era session events and answers are not carried between nodes, ' +
+        'and listen streams on this node miss changes')
+      return
+    }
+    if (this.#downSince === undefined) return
+    const downForMs = Date.now() - this.#downSince
+    this.#downSince = undefined
+    resumed()
+    this.#log.warn({ mcp: { downForMs } },
+      'mocapi: the notification bus is back; changes made while it was down were lost, so the listen streams on this node were sent ' +
+      'the list-changed and resource-updated notifications their filters cover')
   }
 
   /** Announces a change; a failure is counted and logged, never thrown. */
@@ -121,6 +155,7 @@ export class BusLink {
   async close (): Promise<void> {
     this.#closed = true
     clearTimeout(this.#nag)
+    this.#unwatch?.()
     this.#unsubscribe?.()
     await this.#bus.close?.()
   }

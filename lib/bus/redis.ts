@@ -14,6 +14,7 @@ export interface RedisConnection {
   close (): Promise<unknown>
   destroy (): void
   on (event: 'error', listener: (error: Error) => void): unknown
+  on (event: 'ready' | 'end', listener: () => void): unknown
   duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisConnection
 }
 
@@ -29,9 +30,10 @@ export interface RedisBusOptions {
    */
   client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisConnection }
   /**
-   * Told of connection errors (node-redis keeps reconnecting after them) and of errors thrown
-   * by a listener. Default: ignored, so a Redis outage never crashes the process (mocapi itself
-   * logs a bus that is down, and the events it could not carry).
+   * Told of connection errors (node-redis keeps reconnecting after them, each attempt an error) and
+   * of errors thrown by a listener. Default: ignored, so a Redis outage never crashes the process.
+   * mocapi logs the outage itself, once when the bus goes down and once when it is back (see
+   * `watch`), and the events it could not carry.
    */
   onError?: (error: unknown) => void
   /**
@@ -80,6 +82,8 @@ function ignore (): void {}
  * errors meanwhile go to `onError`, and at most `maxPending` events wait. Once connected, an
  * event published while Redis is unreachable fails at once instead of queueing. A client whose
  * reconnect strategy gives up makes the bus fail for good: every later call rejects with that error.
+ * Once connected, the bus is down from the first error or end of either connection to the moment
+ * both are ready again (node-redis subscribes again before then), and `watch` tells of each change.
  *
  * ```ts
  * import { RedisBus } from 'mocapi/redis'
@@ -98,6 +102,9 @@ export class RedisBus implements NotificationBus {
   #malformed = 0
   #pending = 0
   #dropped = 0
+  readonly #watchers = new Set<(state: 'down' | 'up', cause?: unknown) => void>()
+  /** Whether both connections are ready: undefined until the bus first connected. */
+  #delivering: boolean | undefined
 
   /** Throws an `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad option's value, as the plugin does. */
   constructor (options: RedisBusOptions = {}) {
@@ -111,8 +118,36 @@ export class RedisBus implements NotificationBus {
     // No offline queue: while Redis is unreachable a command fails at once rather than wait in memory.
     this.#publisher = client?.duplicate({ disableOfflineQueue: true }) ?? createClient({ url, disableOfflineQueue: true })
     this.#subscriber = this.#publisher.duplicate()
-    // A node-redis client with no 'error' listener crashes the process on the first outage.
-    for (const connection of [this.#publisher, this.#subscriber]) connection.on('error', (error) => this.#onError(error))
+    for (const connection of [this.#publisher, this.#subscriber]) {
+      // A node-redis client with no 'error' listener crashes the process on the first outage.
+      connection.on('error', (error) => {
+        this.#onError(error)
+        this.#check(error)
+      })
+      connection.on('end', () => this.#check(undefined))
+      connection.on('ready', () => this.#check(undefined))
+    }
+  }
+
+  /** Tells `listener` when the bus goes down (with the error that said so) and when it is back, once per change. */
+  watch (listener: (state: 'down' | 'up', cause?: unknown) => void): () => void {
+    this.#watchers.add(listener)
+    return () => { this.#watchers.delete(listener) }
+  }
+
+  /** After an event of either connection: tells the watchers when whether both are ready changed. */
+  #check (cause: unknown): void {
+    if (this.#delivering === undefined || this.#closed) return
+    const delivering = this.#publisher.isReady && this.#subscriber.isReady
+    if (delivering === this.#delivering) return
+    this.#delivering = delivering
+    for (const watcher of this.#watchers) {
+      try {
+        watcher(delivering ? 'up' : 'down', cause)
+      } catch (error) {
+        this.#onError(error)
+      }
+    }
   }
 
   /** How many messages on the channel were not events, and were ignored. */
@@ -165,6 +200,7 @@ export class RedisBus implements NotificationBus {
   async close (): Promise<void> {
     this.#closed = true
     this.#listeners.clear()
+    this.#watchers.clear()
     if (this.#subscriber.isReady) await this.#subscriber.unsubscribe()
     await Promise.all([this.#subscriber, this.#publisher].map((connection) => connection.isReady ? connection.close() : connection.destroy()))
   }
@@ -189,6 +225,7 @@ export class RedisBus implements NotificationBus {
     this.#connecting ??= (async () => {
       await Promise.all([this.#publisher.connect(), this.#subscriber.connect()])
       await this.#subscriber.subscribe(this.#channel, (message) => this.#receive(message))
+      this.#delivering = true
     })()
     return this.#connecting
   }

@@ -35,6 +35,14 @@ export interface NotificationBus {
   send? (node: string, message: object): Promise<boolean>
   /** Receives the messages sent to `node`; returns the function that stops it. */
   receive? (node: string, listener: (message: object) => void): (() => void) | Promise<() => void>
+  /**
+   * Tells `listener` when the bus stops carrying events between nodes (`'down'`, with the error
+   * that said so) and when it carries them again (`'up'`): once per change, and only after the bus
+   * first delivered. Returns the function that stops it. Events published while down are lost, so
+   * mocapi logs both changes, and on `'up'` tells its open streams of every change they listen to.
+   * A bus that cannot go down (the in-process one) leaves it out.
+   */
+  watch? (listener: (state: 'down' | 'up', cause?: unknown) => void): () => void
   /** Releases the bus's resources when the server closes. */
   close? (): void | Promise<void>
 }
@@ -71,6 +79,8 @@ export class InProcessBus implements NotificationBus {
 }
 
 export type ListKind = 'tools' | 'prompts' | 'resources'
+
+const LIST_KINDS: readonly ListKind[] = ['tools', 'prompts', 'resources']
 
 const LIST_FLAGS: Readonly<Record<string, ListKind>> = { toolsListChanged: 'tools', promptsListChanged: 'prompts', resourcesListChanged: 'resources' }
 
@@ -174,6 +184,16 @@ export class Subscriptions {
       // A listener whose stream ended meanwhile is left out of the index, so the check is its own.
       else visible(listener.ctx).then((ok) => { if (ok && this.#listeners.has(listener)) listener.notify(event) }, () => {})
     }
+  }
+
+  /**
+   * Tells every open stream of each change its filter covers, as if all had happened: each list it
+   * listens to changed, and each resource it subscribed to (and may read) was updated. For when the
+   * bus was down, and changes made meanwhile reached no stream: a client re-reads what it hears of.
+   */
+  catchUp (): void {
+    for (const kind of LIST_KINDS) this.deliver({ kind })
+    for (const uri of this.#byUri.keys()) this.deliver({ kind: 'resource', uri })
   }
 
   /** Opens a stream, refusing it past the limits; `listener.end` runs once it is closed. */

@@ -6,13 +6,23 @@ import { randomBytes } from 'node:crypto'
 import type { ClientCapabilities, Implementation } from '../protocol/wire.js'
 import { deepFreeze, isPlainObject } from '../protocol/wire.js'
 import type { Principal } from '../context.js'
+import { invalidParams, invalidRequest } from '../errors.js'
 import { Sealer, type KeyRing } from '../mrtr/seal.js'
 
 /** The purpose byte of session ids: a requestState token never opens as one, nor the reverse. */
 const SESSION_PURPOSE = 3
 
-/** A session id longer than this is not one mocapi issued (its client info and capabilities are bounded). */
+/** A session id longer than this is not one mocapi issued (what it seals is bounded: see {@link MAX_FIELD_BYTES}). */
 export const MAX_SESSION_ID_LENGTH = 4096
+
+/**
+ * The most a session seals of the principal, and of each of the client's name, version and title:
+ * bytes of the field as JSON, quotes and escapes included. A control character or a lone surrogate
+ * takes six (`\u0001`), so 256 characters of text (the most clientInfo keeps of a field) fit when
+ * they are text, in any script, and not when they are mostly escapes. The fields together may still
+ * not fit in {@link MAX_SESSION_ID_LENGTH}: `create` checks the whole too.
+ */
+export const MAX_FIELD_BYTES = 1024
 
 /** What a 2025-era session remembers. */
 export interface Session {
@@ -73,12 +83,25 @@ export function reduceInfo (value: unknown): Implementation | undefined {
   return title === undefined ? { name, version } : { name, version, title }
 }
 
+/** The size of a field as the session seals it: UTF-8 bytes of its JSON. */
+function encodedBytes (value: string | null): number {
+  return Buffer.byteLength(JSON.stringify(value))
+}
+
+const INFO_FIELDS = ['name', 'version', 'title'] as const
+
 /**
  * Session ids a node keeps opened: a 2025-era client sends its id on every request, and opening
  * it each time costs (bench/README.md#opened-sessions). Only ids that opened are kept, so a client
  * sending made-up ids fills nothing; past the bound the oldest go first.
  */
 export const MAX_OPENED_SESSIONS = 2048
+
+/** What a session id seals. */
+function plaintextOf (session: Session): string {
+  const { id, principal, version, capabilities, info, issuedAt, expiresAt } = session
+  return JSON.stringify([id, principal.value, principal.state, version, capabilities, info ?? null, issuedAt, expiresAt])
+}
 
 /** Seals and opens session ids. */
 export class SessionCodec {
@@ -93,24 +116,50 @@ export class SessionCodec {
     this.#now = now
   }
 
-  /** A new session for a client that sent `initialize`. */
+  /**
+   * A new session for a client that sent `initialize`. What cannot fit in a session id is refused
+   * with HTTP 400 naming it, never sealed into a token too long: a principal past
+   * {@link MAX_FIELD_BYTES} (-32600: it comes from the request's credentials), a clientInfo field
+   * past it, or clientInfo that leaves the whole too long (-32602).
+   */
   create (principal: Principal, version: string, capabilities: unknown, info: unknown): Session {
+    const principalBytes = encodedBytes(principal.value)
+    if (principalBytes > MAX_FIELD_BYTES) {
+      throw invalidRequest(`The caller's principal is too long for a 2025-era session: it takes ${principalBytes} bytes as JSON, ` +
+        `and a session id holds a principal of at most ${MAX_FIELD_BYTES}`)
+    }
+    const reduced = reduceInfo(info)
+    for (const field of INFO_FIELDS) {
+      const value = reduced?.[field]
+      if (value === undefined) continue
+      const bytes = encodedBytes(value)
+      if (bytes > MAX_FIELD_BYTES) {
+        throw invalidParams(`params.clientInfo.${field} is too long for a session id: it takes ${bytes} bytes as JSON (a control ` +
+          `character or a lone surrogate takes 6), and a session id holds at most ${MAX_FIELD_BYTES} per clientInfo field`, 400)
+      }
+    }
     const issuedAt = this.#now()
-    return {
+    const session: Session = {
       id: randomBytes(16).toString('base64url'),
       principal,
       version,
       capabilities: reduceCapabilities(capabilities),
-      info: reduceInfo(info),
+      info: reduced,
       issuedAt,
       expiresAt: issuedAt + this.#ttl,
     }
+    // Only clientInfo can take the whole past the limit: the principal and the rest are far below it.
+    const length = this.#sealer.tokenLength(Buffer.byteLength(plaintextOf(session)))
+    if (length > MAX_SESSION_ID_LENGTH) {
+      throw invalidParams(`params.clientInfo does not fit in a session id with this principal: the id would take ${length} characters, ` +
+        `and one holds at most ${MAX_SESSION_ID_LENGTH}; send a shorter clientInfo.name, clientInfo.version or clientInfo.title`, 400)
+    }
+    return session
   }
 
   /** The session id of a session: visible ASCII only (base64url), as the transport requires. */
   seal (session: Session): string {
-    const { id, principal, version, capabilities, info, issuedAt, expiresAt } = session
-    return this.#sealer.seal(JSON.stringify([id, principal.value, principal.state, version, capabilities, info ?? null, issuedAt, expiresAt]))
+    return this.#sealer.seal(plaintextOf(session))
   }
 
   /**

@@ -94,10 +94,15 @@ export class Sealer {
     return this.#maxLength
   }
 
+  /** How long, in characters, the token sealing a plaintext of `bytes` bytes is. */
+  tokenLength (bytes: number): number {
+    return Math.ceil((HEADER_BYTES + bytes + TAG_BYTES) * 4 / 3)
+  }
+
   /** Seals `text` under the first key. Throws a TokenTooLongError when the token would be too long. */
   seal (text: string): string {
     const plaintext = Buffer.from(text)
-    const length = Math.ceil((HEADER_BYTES + plaintext.length + TAG_BYTES) * 4 / 3)
+    const length = this.tokenLength(plaintext.length)
     if (length > this.#maxLength) throw new TokenTooLongError(length, this.#maxLength)
     const nonce = this.#ring.nonce()
     const cipher = createCipheriv('aes-256-gcm', this.#ring.primary.key, nonce)

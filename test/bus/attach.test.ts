@@ -107,3 +107,32 @@ t.test('a link closed before its bus came up unsubscribes once it does, and says
   await sleep(10)
   t.same(logs.lines, [], 'nothing logged for a closed link')
 })
+
+t.test('a bus that reports its outages is logged once per change, and each return resumes the streams', async (t) => {
+  const logs = capturedLogs()
+  let report: (state: 'down' | 'up', cause?: unknown) => void = () => {}
+  let unwatched = 0
+  const bus: NotificationBus = {
+    publish: () => {},
+    subscribe: () => () => {},
+    watch: (listener) => {
+      report = listener
+      return () => { unwatched++ }
+    },
+  }
+  const link = new BusLink(bus, Fastify(logs.options).log)
+  let resumed = 0
+  link.attach(() => {}, undefined, () => { resumed++ })
+  await link.ready()
+  report('up')
+  t.equal(resumed, 0, 'a bus that was not down has nothing to resume')
+  report('down', new Error('gone'))
+  report('down', new Error('still gone'))
+  report('up')
+  report('up')
+  t.same(logs.lines.map((line) => [line.level, /bus is (down|back)/.exec(line.msg)?.[1]]), [[50, 'down'], [40, 'back']], 'a bus that repeats itself is logged once per change')
+  t.equal(logs.lines[0].err.message, 'gone')
+  t.equal(resumed, 1)
+  await link.close()
+  t.equal(unwatched, 1, 'closing stops watching')
+})
