@@ -7,7 +7,8 @@ import { Prompts } from './features/prompts.js'
 import { McpRegistry } from './features/registry.js'
 import { Resources } from './features/resources.js'
 import { BusLink } from './bus/attach.js'
-import { InProcessBus, Subscriptions, type ChangeEvent } from './features/subscriptions.js'
+import { InProcessBus } from './bus/bus.js'
+import { Subscriptions, type ChangeEvent } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
 import { SchemaCompiler } from './json-schema.js'
 import { ACK_TIMEOUT_MS, Exchange } from './legacy/exchange.js'
@@ -145,7 +146,9 @@ export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, Ge
 export type {
   ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, ResourceContents, ResourceReturn,
 } from './features/resources.js'
-export { InProcessBus, type NotificationBus, type ChangeEvent, type BusEvent, type SessionEvent } from './features/subscriptions.js'
+export { InProcessBus, type NotificationBus, type BusEvent } from './bus/bus.js'
+export type { ChangeEvent } from './features/subscriptions.js'
+export type { SessionEvent } from './legacy/hub.js'
 export { requestedSchema, type RequestedSchemaBuilder, type RequestedSchema, type Infer } from './elicitation/schema.js'
 export type { ElicitAnswer } from './elicitation/answers.js'
 export {

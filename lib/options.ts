@@ -4,7 +4,7 @@ import {
   optionalFunction, optionalString, plainObject, positiveInteger, stringList, type CacheHint,
 } from './check.js'
 import { InvalidOptionError } from './errors.js'
-import type { NotificationBus } from './features/subscriptions.js'
+import type { NotificationBus } from './bus/bus.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './mrtr/codec.js'
 import { LEGACY_VERSIONS, PROTOCOL_VERSION } from './protocol/wire.js'
 import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'

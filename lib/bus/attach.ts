@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { BusEvent, NotificationBus } from '../features/subscriptions.js'
+import type { BusEvent, NotificationBus } from './bus.js'
 
 /** How long the bus may take to come up before the operator is told (and the server starts without it), and how often after. */
 const BUS_TIMING = { late: 2_000, nag: 30_000 }

@@ -1,7 +1,7 @@
 import { createClient } from 'redis'
 import { fail, isPlainObject, nonEmptyString, optionalFunction, optionalString, positiveInteger } from '../check.js'
 import { InvalidOptionError } from '../errors.js'
-import type { BusEvent, NotificationBus } from '../features/subscriptions.js'
+import type { BusEvent, NotificationBus } from './bus.js'
 import { LOGGING_LEVELS } from '../protocol/wire.js'
 
 /** The part of a node-redis (v5 or v6) client that the Redis bus uses. */

@@ -1,82 +1,11 @@
 import { kCallState, type McpContext, type NotificationStream } from '../context.js'
 import { invalidParams, invalidRequest } from '../errors.js'
-import { META_SUBSCRIPTION_ID, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
+import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 
 /** A change that listeners may be told about. */
 export type ChangeEvent =
   | { kind: 'tools' | 'prompts' | 'resources' }
   | { kind: 'resource', uri: string }
-
-/**
- * What a 2025-era session asked of whichever node holds its streams: a log level, a resource
- * subscription of its GET stream, the cancellation of one of its requests.
- */
-export type SessionEvent =
-  | { kind: 'session', session: string, op: 'level', level: LoggingLevel }
-  /** `from`: the hub that published it, which applied it to the streams of its own node already. */
-  | { kind: 'session', session: string, op: 'subscribe' | 'unsubscribe', uri: string, from?: string }
-  | { kind: 'session', session: string, op: 'cancel', requestId: string | number }
-
-/** Everything a bus broadcasts: changes, and the events of 2025-era sessions. */
-export type BusEvent = ChangeEvent | SessionEvent
-
-/**
- * Carries events between the nodes of a deployment. The default is in-process; a shared bus
- * (Redis pub/sub, say) lets a change announced on one node reach listeners on all. A bus that
- * also has `send` and `receive` carries the answers of 2025-era clients to the node that waits
- * for them, whichever node they reached. Events are plain JSON; a bus passes them on as they are.
- */
-export interface NotificationBus {
-  /** Announces an event to every node's listeners. */
-  publish (event: BusEvent): void | Promise<void>
-  /** Receives every event announced by any node; returns the unsubscribe function. */
-  subscribe (listener: (event: BusEvent) => void): (() => void) | Promise<() => void>
-  /** Delivers a message to the node listening as `node`; resolves whether one received it. */
-  send? (node: string, message: object): Promise<boolean>
-  /** Receives the messages sent to `node`; returns the function that stops it. */
-  receive? (node: string, listener: (message: object) => void): (() => void) | Promise<() => void>
-  /**
-   * Tells `listener` when the bus stops carrying events between nodes (`'down'`, with the error
-   * that said so) and when it carries them again (`'up'`): once per change, and only after the bus
-   * first delivered. Returns the function that stops it. Events published while down are lost, so
-   * mocapi logs both changes, and on `'up'` tells its open streams of every change they listen to.
-   * A bus that cannot go down (the in-process one) leaves it out.
-   */
-  watch? (listener: (state: 'down' | 'up', cause?: unknown) => void): () => void
-  /** Releases the bus's resources when the server closes. */
-  close? (): void | Promise<void>
-}
-
-/**
- * The in-process bus: an event reaches the listeners of this process only. Apps that share one
- * instance behave as the nodes of one deployment (tests of cross-node flows use this).
- */
-export class InProcessBus implements NotificationBus {
-  readonly #listeners = new Set<(event: BusEvent) => void>()
-  readonly #nodes = new Map<string, (message: object) => void>()
-
-  publish (event: BusEvent): void {
-    for (const listener of this.#listeners) listener(event)
-  }
-
-  subscribe (listener: (event: BusEvent) => void): () => void {
-    this.#listeners.add(listener)
-    return () => { this.#listeners.delete(listener) }
-  }
-
-  async send (node: string, message: object): Promise<boolean> {
-    const listener = this.#nodes.get(node)
-    if (listener === undefined) return false
-    // As over a network: never in the sender's own turn.
-    setImmediate(listener, message)
-    return true
-  }
-
-  receive (node: string, listener: (message: object) => void): () => void {
-    this.#nodes.set(node, listener)
-    return () => { this.#nodes.delete(node) }
-  }
-}
 
 export type ListKind = 'tools' | 'prompts' | 'resources'
 
