@@ -22,7 +22,10 @@ export const InvalidKeyError = createError('FST_MOCAPI_INVALID_KEY', 'mocapi: %s
 export const InvalidSchemaError = createError('FST_MOCAPI_INVALID_SCHEMA', 'mocapi: %s is not a valid JSON Schema: %s', 500, TypeError)
 /** A `requestedSchema()` field is invalid. */
 export const InvalidRequestedSchemaError = createError('FST_MOCAPI_INVALID_REQUESTED_SCHEMA', '%s', 500, TypeError)
-/** A handler called a `ctx` method with arguments it does not take: a TypeError the handler sees, coded `FST_MOCAPI_INVALID_ARGUMENT`. */
+/**
+ * A handler called a `ctx` method with arguments it does not take: a TypeError the handler sees,
+ * coded `FST_MOCAPI_INVALID_ARGUMENT`.
+ */
 export class InvalidArgumentError extends createError('FST_MOCAPI_INVALID_ARGUMENT', '%s', 500, TypeError) {
   // The handler sees the name it always saw, where a registration error is a FastifyError.
   override name = 'TypeError'

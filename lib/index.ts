@@ -61,11 +61,17 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
   const exchange = new Exchange(bus, fastify.log, options.answerTimeout, ACK_TIMEOUT_MS, options.limits)
   // One round's new ledger slots can never pass the bytes a token of maxTokenLength characters carries.
-  const engine = new ReplayEngine(options.maxRounds, new FormAnswers(compiler), { ledger: Math.floor(options.maxTokenLength * 3 / 4), size: options.bodyLimit })
+  const engine = new ReplayEngine(options.maxRounds, new FormAnswers(compiler), {
+    ledger: Math.floor(options.maxTokenLength * 3 / 4),
+    size: options.bodyLimit,
+  })
   const failures = new Failures(options.exposeErrors)
   const tools = new Tools(engine, compiler, failures)
   const prompts = new Prompts(engine, compiler, failures)
-  const resources = new Resources(engine, { cache: options.cache.resources, maxUriLength: options.limits.uriLength }, failures)
+  const resources = new Resources(engine, {
+    cache: options.cache.resources,
+    maxUriLength: options.limits.uriLength,
+  }, failures)
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
   bus.attach((event) => {
@@ -100,7 +106,11 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     protectedResource = new ProtectedResource(options.protectedResource, options.path, options.allowedHosts)
     protectedResource.register(fastify)
   }
-  const lifecycleParts = { lifecycle, limits: { maxBufferedBytes: options.limits.streamBufferBytes }, principal: options.principal }
+  const lifecycleParts = {
+    lifecycle,
+    limits: { maxBufferedBytes: options.limits.streamBufferBytes },
+    principal: options.principal,
+  }
   const modern = new ModernTransport({
     ...lifecycleParts,
     dispatcher: modernMethods(options, features),
@@ -144,7 +154,8 @@ export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } 
 export type { Completer, CompletionContext, CompletionSource } from './features/completions.js'
 export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, GetPromptResult } from './features/prompts.js'
 export type {
-  ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, ResourceContents, ResourceReturn,
+  ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, ResourceContents,
+  ResourceReturn,
 } from './features/resources.js'
 export { InProcessBus, type NotificationBus, type BusEvent } from './bus/bus.js'
 export type { ChangeEvent } from './features/subscriptions.js'

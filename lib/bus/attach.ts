@@ -1,7 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { BusEvent, NotificationBus } from './bus.js'
 
-/** How long the bus may take to come up before the operator is told (and the server starts without it), and how often after. */
+/**
+ * How long the bus may take to come up before the operator is told (and the server starts without
+ * it), and how often after.
+ */
 const BUS_TIMING = { late: 2_000, nag: 30_000 }
 /** At most one line per this long about changes the bus failed to carry. */
 const BUS_FAILURE_LOG_MS = 10_000
@@ -78,7 +81,11 @@ export class BusLink {
    * the bus delivers again after it did not (it came up late, or back after an outage): events
    * published meanwhile were lost.
    */
-  attach (deliver: (event: BusEvent) => void, receiver?: { node: string, listener: (message: object) => void }, resumed: () => void = noop): void {
+  attach (
+    deliver: (event: BusEvent) => void,
+    receiver?: { node: string, listener: (message: object) => void },
+    resumed: () => void = noop
+  ): void {
     const started = Date.now()
     this.#nag = setTimeout(() => this.#stillDown(started), this.#timing.late)
     this.#nag.unref()

@@ -116,7 +116,8 @@ export class RedisBus implements NotificationBus {
     this.#onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisBus onError') ?? ignore
     this.#maxPending = positiveInteger(options.maxPending, 'RedisBus maxPending', 1000)
     // No offline queue: while Redis is unreachable a command fails at once rather than wait in memory.
-    this.#publisher = client?.duplicate({ disableOfflineQueue: true }) ?? createClient({ url, disableOfflineQueue: true })
+    this.#publisher = client?.duplicate({ disableOfflineQueue: true }) ??
+      createClient({ url, disableOfflineQueue: true })
     this.#subscriber = this.#publisher.duplicate()
     for (const connection of [this.#publisher, this.#subscriber]) {
       // A node-redis client with no 'error' listener crashes the process on the first outage.
@@ -202,7 +203,8 @@ export class RedisBus implements NotificationBus {
     this.#listeners.clear()
     this.#watchers.clear()
     if (this.#subscriber.isReady) await this.#subscriber.unsubscribe()
-    await Promise.all([this.#subscriber, this.#publisher].map((connection) => connection.isReady ? connection.close() : connection.destroy()))
+    const connections = [this.#subscriber, this.#publisher]
+    await Promise.all(connections.map((connection) => connection.isReady ? connection.close() : connection.destroy()))
   }
 
   /** Runs a publisher command once connected, within the bound on commands waiting. */

@@ -111,7 +111,11 @@ export class Subscriptions {
     for (const listener of listeners) {
       if (visible === true) listener.notify(event)
       // A listener whose stream ended meanwhile is left out of the index, so the check is its own.
-      else visible(listener.ctx).then((ok) => { if (ok && this.#listeners.has(listener)) listener.notify(event) }, () => {})
+      else {
+        visible(listener.ctx).then((ok) => {
+          if (ok && this.#listeners.has(listener)) listener.notify(event)
+        }, () => {})
+      }
     }
   }
 
@@ -169,7 +173,8 @@ export class Subscriptions {
 
   /** Whether an open stream has no room for one more URI (`limits.subscriptionUris`), and `uri` is not one it has. */
   refuses (listener: Listener, uri: string): boolean {
-    return this.#listeners.has(listener) && !listener.uris.has(uri) && listener.uris.size >= this.#limits.subscriptionUris
+    return this.#listeners.has(listener) && !listener.uris.has(uri) &&
+      listener.uris.size >= this.#limits.subscriptionUris
   }
 
   /**

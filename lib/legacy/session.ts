@@ -100,7 +100,8 @@ export const MAX_OPENED_SESSIONS = 2048
 /** What a session id seals. */
 function plaintextOf (session: Session): string {
   const { id, principal, version, capabilities, info, issuedAt, expiresAt } = session
-  return JSON.stringify([id, principal.value, principal.state, version, capabilities, info ?? null, issuedAt, expiresAt])
+  const fields = [id, principal.value, principal.state, version, capabilities, info ?? null, issuedAt, expiresAt]
+  return JSON.stringify(fields)
 }
 
 /** Seals and opens session ids. */
@@ -193,6 +194,7 @@ export class SessionCodec {
     if (state !== 'anonymous' && state !== 'bound' && state !== 'unbound') return undefined
     if (!isPlainObject(capabilities) || (info !== null && !isPlainObject(info))) return undefined
     if (typeof issuedAt !== 'number' || typeof expiresAt !== 'number' || this.#now() >= expiresAt) return undefined
-    return deepFreeze({ id, principal: { value, state }, version, capabilities, info: (info ?? undefined) as Implementation | undefined, issuedAt, expiresAt })
+    const known = (info ?? undefined) as Implementation | undefined
+    return deepFreeze({ id, principal: { value, state }, version, capabilities, info: known, issuedAt, expiresAt })
   }
 }

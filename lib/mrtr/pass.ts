@@ -61,8 +61,8 @@ export class ReplayPass implements AskTarget {
   readonly #responses: JsonObject | undefined
   readonly #forms: FormAnswers
   readonly #budget: RoundBudget
-  /** The input keys asked so far in this pass. */
-  readonly #keys = new Set<string>()
+  /** The input keys asked so far in this pass; made on the first ask, as most passes ask nothing. */
+  #keys: Set<string> | undefined
   #ordinal = 0
   #pendingBytes = 0
   #pendingSize = 0
@@ -132,8 +132,9 @@ export class ReplayPass implements AskTarget {
     const ordinal = this.#ordinal++
     const ledger = this.#ledger
     key ??= `${question.prefix}-${ordinal + 1}`
-    if (this.#keys.has(key)) return this.#fail(new InvalidArgumentError(`Input key "${key}" is used twice in one request: keys must be unique`))
-    this.#keys.add(key)
+    const keys = (this.#keys ??= new Set())
+    if (keys.has(key)) return this.#fail(new InvalidArgumentError(`Input key "${key}" is used twice in one request: keys must be unique`))
+    keys.add(key)
 
     const slot = ledger[ordinal] as LedgerEntry | undefined
     const print = fingerprint(question)

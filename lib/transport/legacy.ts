@@ -134,7 +134,9 @@ export class LegacyTransport implements Era {
   }
 
   #client (version: string, session: Session | undefined): ClientState {
-    if (session === undefined) return { protocolVersion: version, capabilities: {}, info: undefined, logLevel: DEFAULT_LEGACY_LOG_LEVEL }
+    if (session === undefined) {
+      return { protocolVersion: version, capabilities: {}, info: undefined, logLevel: DEFAULT_LEGACY_LOG_LEVEL }
+    }
     return {
       protocolVersion: session.version,
       capabilities: session.capabilities,
@@ -160,7 +162,8 @@ export class LegacyTransport implements Era {
       // The spec's negotiation: the version asked for when served, else the newest served.
       const version = typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[0]
       const session = this.#sessions.create(principal, version, message.params.capabilities, message.params.clientInfo)
-      return this.#call(request, reply, message, this.#client(version, session), principal, this.#sessions.seal(session))
+      const client = this.#client(version, session)
+      return this.#call(request, reply, message, client, principal, this.#sessions.seal(session))
     }
     const session = this.#session(request, principal, headerVersion)
     if (message.kind === 'notification') {
