@@ -7,7 +7,10 @@ import type { SchemaCompiler } from '../json-schema.js'
 import { firstError } from '../json-schema.js'
 import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import type { PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder } from './schema.js'
-import { schemaFields, schemaJson } from './schema.js'
+import { schemaDigest, schemaFields, schemaJson } from './schema.js'
+
+/** The most schema digests a registration keeps. */
+const MAX_SHAPES = 1024
 
 /** One answer from `inputResponses` once checked: the value the handler gets, or why it was refused. */
 export type Checked = { ok: true, value: unknown } | { ok: false, message: string }
@@ -102,9 +105,24 @@ function where (path: string[]): string {
  */
 export class FormAnswers {
   readonly #compiler: SchemaCompiler
+  /** Digests of the schemas asked, by JSON text: a schema built inline on every round is hashed once. */
+  readonly #shapes = new Map<string, string>()
 
   constructor (compiler: SchemaCompiler) {
     this.#compiler = compiler
+  }
+
+  /** The digest standing for a builder's schema in ledger fingerprints (bench/README.md#questions). */
+  shape (builder: RequestedSchemaBuilder<object>): string {
+    const json = schemaJson(builder)
+    let shape = this.#shapes.get(json)
+    if (shape === undefined) {
+      // Bounded: an app that builds schemas from changing data starts over rather than grow.
+      if (this.#shapes.size >= MAX_SHAPES) this.#shapes.clear()
+      shape = schemaDigest(builder)
+      this.#shapes.set(json, shape)
+    }
+    return shape
   }
 
   /** Checks an answer to a builder's schema; the schema is only rendered when its validator is not compiled yet. */

@@ -16,8 +16,8 @@ export interface Question {
   readonly kind: QuestionKind
   /** The prefix of its default input key: `elicit-1`, `sample-2`, `roots-3`. */
   readonly prefix: 'elicit' | 'sample' | 'roots'
-  /** The digest of its shape: the requested schema, the URL, the sampling params. */
-  readonly shape: string
+  /** The digest of its shape (the requested schema, the URL, the sampling params); `forms` keeps a registration's. */
+  shapeOf (forms?: FormAnswers): string
   /** The text shown to the user; empty for sampling and roots. */
   readonly text: string
   /** About how many characters it takes when sent. */
@@ -42,8 +42,8 @@ export class FormQuestion implements Question {
     this.#schema = schema
   }
 
-  get shape (): string {
-    return schemaDigest(this.#schema)
+  shapeOf (forms?: FormAnswers): string {
+    return forms === undefined ? schemaDigest(this.#schema) : forms.shape(this.#schema)
   }
 
   get size (): number {
@@ -71,15 +71,19 @@ export class UrlQuestion implements Question {
   readonly kind = 'elicitUrl'
   readonly prefix = 'elicit'
   readonly text: string
-  readonly shape: string
   readonly size: number
+  readonly #shape: string
   readonly #url: string
 
   constructor (message: string, url: string) {
     this.text = message
     this.#url = url
-    this.shape = digest('elicitUrl', url)
+    this.#shape = digest('elicitUrl', url)
     this.size = message.length + url.length
+  }
+
+  shapeOf (): string {
+    return this.#shape
   }
 
   missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined {
@@ -101,15 +105,19 @@ export class SamplingQuestion implements Question {
   readonly kind = 'sample'
   readonly prefix = 'sample'
   readonly text = ''
-  readonly shape: string
   readonly size: number
+  readonly #shape: string
   readonly #params: JsonObject
 
   constructor (params: JsonObject) {
     const json = JSON.stringify(params)
     this.#params = params
-    this.shape = digest('sample', json)
+    this.#shape = digest('sample', json)
     this.size = json.length
+  }
+
+  shapeOf (): string {
+    return this.#shape
   }
 
   missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined {
@@ -133,12 +141,14 @@ export class SamplingQuestion implements Question {
   }
 }
 
+const ROOTS_SHAPE = digest('roots', '')
+
 /** The client's roots: `roots/list`. */
 export const ROOTS_QUESTION: Question = Object.freeze({
   kind: 'roots',
   prefix: 'roots',
   text: '',
-  shape: digest('roots', ''),
+  shapeOf: () => ROOTS_SHAPE,
   size: 0,
   missing: (capabilities: ClientCapabilities) => isPlainObject(capabilities.roots) ? undefined : { roots: {} },
   build: (): InputRequest => ({ method: 'roots/list', params: {} }),

@@ -96,8 +96,22 @@ class Builder {
     return this.schema
   }
 
+  /**
+   * `JSON.stringify(this.schema)` made from the fields without rendering the schema (a replayed
+   * round needs only the text), except that fields named like integers keep their place: the text,
+   * and so the digest in ledger fingerprints, is the one earlier builds made.
+   */
   #text (): string {
-    this.#json ??= JSON.stringify(this.schema)
+    if (this.#json === undefined) {
+      let properties = ''
+      let required = ''
+      for (const field of this.#fields) {
+        const name = JSON.stringify(field.name)
+        properties += `${properties === '' ? '' : ','}${name}:${JSON.stringify(field.schema)}`
+        if (!field.optional) required += `${required === '' ? '' : ','}${name}`
+      }
+      this.#json = `{"type":"object","properties":{${properties}}${required === '' ? '' : `,"required":[${required}]`}}`
+    }
     return this.#json
   }
 

@@ -4,14 +4,15 @@
  * text, kept apart so a mismatch can say which one differed.
  */
 import { DIGEST_LENGTH, digest } from '../digest.js'
+import type { FormAnswers } from '../elicitation/answers.js'
 import type { Question, QuestionKind } from '../elicitation/questions.js'
 
 /** The character that starts the fingerprints of each kind of input request. */
 const KIND_MARK: Record<QuestionKind, string> = { elicit: 'e', elicitUrl: 'u', sample: 's', roots: 'r' }
 
 /** The fingerprint of a question: its kind's mark, its shape's digest, its text's digest. */
-export function fingerprint (question: Question): string {
-  return KIND_MARK[question.kind] + question.shape + digest('text', question.text)
+export function fingerprint (question: Question, forms?: FormAnswers): string {
+  return KIND_MARK[question.kind] + question.shapeOf(forms) + digest('text', question.text)
 }
 
 /** Which part of a fingerprint differs from the other's, or undefined when they are equal. */

@@ -137,7 +137,7 @@ export class ReplayPass implements AskTarget {
     keys.add(key)
 
     const slot = ledger[ordinal] as LedgerEntry | undefined
-    const print = fingerprint(question)
+    const print = fingerprint(question, this.#forms)
     if (slot !== undefined) {
       if (slot.k !== key) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1, 'key'))
       const part = differingPart(slot.f, print, question.kind)

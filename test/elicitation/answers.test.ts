@@ -1,5 +1,5 @@
 import t from 'tap'
-import { requestedSchema, type RequestedSchemaBuilder } from '../../lib/elicitation/schema.js'
+import { requestedSchema, schemaDigest, type RequestedSchemaBuilder } from '../../lib/elicitation/schema.js'
 import { FormAnswers, checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer } from '../../lib/elicitation/answers.js'
 import { MAX_ANSWER_SCHEMAS, SchemaCompiler } from '../../lib/json-schema.js'
 
@@ -156,4 +156,21 @@ t.test('an object that only has a rendered schema is checked too', async (t) => 
   const check = contentCheck(handMade as never)
   t.strictSame(check({ code: '1234' }), { ok: true, value: { action: 'accept', content: { code: '1234' } } })
   t.strictSame(check({ code: '12' }), { ok: false, message: 'content.code must NOT have fewer than 4 characters' })
+})
+
+t.test('a registration hashes a schema built on every round once, and keeps a bounded number of digests', async (t) => {
+  const forms = new FormAnswers(new SchemaCompiler())
+  const inline = () => requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])
+  const expected = schemaDigest(inline())
+  t.equal(forms.shape(inline()), expected)
+  t.equal(forms.shape(inline()), expected, 'a fresh builder of the same schema: the same digest')
+  // Past the bound, digests are made again and still right.
+  let wrong = 0
+  for (let i = 0; i < 1100; i++) {
+    const schema = requestedSchema().string(`field${i}`)
+    if (forms.shape(schema) !== schemaDigest(requestedSchema().string(`field${i}`))) wrong++
+  }
+  t.equal(wrong, 0, 'every digest past the bound is right')
+  t.equal(forms.shape(inline()), expected, 'and the first schema, after the digests kept were dropped')
+  t.not(forms.shape(requestedSchema().boolean('confirm')), expected, 'another schema, another digest')
 })
