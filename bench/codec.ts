@@ -5,11 +5,16 @@
 import { RequestStateCodec } from '../lib/mrtr/codec.js'
 import type { RequestStatePayload } from '../lib/mrtr/codec.js'
 import { originalParamsOf } from '../lib/mrtr/token-delivery.js'
+import { FormAnswers } from '../lib/elicitation/answers.js'
+import { SchemaCompiler } from '../lib/json-schema.js'
 import { FormQuestion } from '../lib/elicitation/questions.js'
 import { requestedSchema } from '../lib/elicitation/schema.js'
 import { fingerprint } from '../lib/mrtr/fingerprint.js'
 import { ephemeralKey } from '../lib/mrtr/keys.js'
 import { KeyRing } from '../lib/mrtr/seal.js'
+
+/** The checks of form answers of one registration, for fingerprints. */
+const forms = new FormAnswers(new SchemaCompiler())
 
 const ITERATIONS = Number(process.env.ITERATIONS ?? 100_000)
 const ROUNDS = Number(process.env.ROUNDS ?? 5)
@@ -32,7 +37,7 @@ const payload: RequestStatePayload = {
   originalParams: originalParamsOf(params),
   ledger: answers.map(({ key, question, r }) => ({
     k: key,
-    f: fingerprint(new FormQuestion(question, requestedSchema().string(key))),
+    f: fingerprint(new FormQuestion(question, requestedSchema().string(key)), forms),
     r,
   })),
   issuedAt: Date.now(),

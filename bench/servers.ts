@@ -12,10 +12,15 @@ import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
 import { createHash } from 'node:crypto'
 import { RequestStateCodec } from '../lib/mrtr/codec.js'
+import { FormAnswers } from '../lib/elicitation/answers.js'
+import { SchemaCompiler } from '../lib/json-schema.js'
 import { FormQuestion } from '../lib/elicitation/questions.js'
 import { fingerprint } from '../lib/mrtr/fingerprint.js'
 import { parseKeys } from '../lib/mrtr/keys.js'
 import { KeyRing } from '../lib/mrtr/seal.js'
+
+/** The checks of form answers of one registration, for fingerprints. */
+const forms = new FormAnswers(new SchemaCompiler())
 
 // The same key on every run, so tokens made by one server process open in another.
 export const KEY = createHash('sha256').update('mocapi bench key').digest('base64')
@@ -51,7 +56,7 @@ if (kind === 'mocapi') {
         codec.encode({
           method: body.method,
           originalParams: { name: body.params.name, arguments: body.params.arguments },
-          ledger: [{ k: 'elicit-1', f: fingerprint(bookQuestion) }],
+          ledger: [{ k: 'elicit-1', f: fingerprint(bookQuestion, forms) }],
           principal: null,
           round: 1,
         })

@@ -6,7 +6,7 @@
 import { digest } from '../digest.js'
 import { isPlainObject, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type FormAnswers, type Checked } from './answers.js'
-import { schemaDigest, schemaJson, type RequestedSchemaBuilder } from './schema.js'
+import { schemaJson, type RequestedSchemaBuilder } from './schema.js'
 
 /** The kinds of input request. */
 export type QuestionKind = 'elicit' | 'elicitUrl' | 'sample' | 'roots'
@@ -17,7 +17,7 @@ export interface Question {
   /** The prefix of its default input key: `elicit-1`, `sample-2`, `roots-3`. */
   readonly prefix: 'elicit' | 'sample' | 'roots'
   /** The digest of its shape (the requested schema, the URL, the sampling params); `forms` keeps a registration's. */
-  shapeOf (forms?: FormAnswers): string
+  shapeOf (forms: FormAnswers): string
   /** The text shown to the user; empty for sampling and roots. */
   readonly text: string
   /** About how many characters it takes when sent. */
@@ -42,8 +42,8 @@ export class FormQuestion implements Question {
     this.#schema = schema
   }
 
-  shapeOf (forms?: FormAnswers): string {
-    return forms === undefined ? schemaDigest(this.#schema) : forms.shape(this.#schema)
+  shapeOf (forms: FormAnswers): string {
+    return forms.shape(this.#schema)
   }
 
   get size (): number {

@@ -11,7 +11,7 @@ import type { Question, QuestionKind } from '../elicitation/questions.js'
 const KIND_MARK: Record<QuestionKind, string> = { elicit: 'e', elicitUrl: 'u', sample: 's', roots: 'r' }
 
 /** The fingerprint of a question: its kind's mark, its shape's digest, its text's digest. */
-export function fingerprint (question: Question, forms?: FormAnswers): string {
+export function fingerprint (question: Question, forms: FormAnswers): string {
   return KIND_MARK[question.kind] + question.shapeOf(forms) + digest('text', question.text)
 }
 
