@@ -90,7 +90,7 @@ export interface MocapiOptions {
      * roots). Default 10 000.
      */
     waitingCalls?: number
-    /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 64. */
+    /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 256 */
     waitingCallsPerCaller?: number
   }
   /**
@@ -177,7 +177,7 @@ const DEFAULT_STREAMS_PER_CALLER = 16
 const DEFAULT_SUBSCRIPTION_URIS = 256
 const DEFAULT_BATCH_SIZE = 32
 const DEFAULT_WAITING_CALLS = 10_000
-const DEFAULT_WAITING_CALLS_PER_CALLER = 64
+const DEFAULT_WAITING_CALLS_PER_CALLER = 256
 const DEFAULT_SHUTDOWN_GRACE = 10_000
 const DEFAULT_SESSION_TTL = 86_400_000
 const DEFAULT_ANSWER_TIMEOUT = 300_000
