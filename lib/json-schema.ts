@@ -27,9 +27,6 @@ interface Live {
 /** An Ajv instance is replaced once it released this many schemas, or as many as are live if more. */
 export const RECYCLE_AFTER = 256
 
-/** Answer schemas kept compiled at once: a handler that builds its schemas from data makes new ones. */
-export const MAX_ANSWER_SCHEMAS = 256
-
 function pathOf (pointer: string): string[] {
   return pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
 }
@@ -85,10 +82,6 @@ export class SchemaCompiler {
   #ajv: Ajv2020 | undefined
   readonly #live = new Map<object, Live>()
   #released = 0
-  // Least recently used by a scan when a schema must make room, so a hit does not churn the Map
-  // (bench/README.md#churn).
-  readonly #answers = new Map<string, { schema: object, validate: Validator, used: number }>()
-  #uses = 0
 
   // Made on first use: an app that registers no schema never pays for the meta-schema.
   get #instance (): Ajv2020 {
@@ -142,37 +135,5 @@ export class SchemaCompiler {
     }
     this.#ajv = fresh
     this.#released = 0
-  }
-
-  /**
-   * The validator of an answer schema, keyed by its JSON text: compiled on first use, kept for
-   * the most recently used {@link MAX_ANSWER_SCHEMAS} schemas.
-   */
-  answerValidator (json: string, render: () => object): Validator {
-    const used = ++this.#uses
-    const kept = this.#answers.get(json)
-    if (kept !== undefined) {
-      kept.used = used
-      return kept.validate
-    }
-    const schema = render()
-    const validate = this.compile(schema, 'a requested schema')
-    if (this.#answers.size >= MAX_ANSWER_SCHEMAS) this.#evictLeastRecentlyUsed()
-    this.#answers.set(json, { schema, validate, used })
-    return validate
-  }
-
-  #evictLeastRecentlyUsed (): void {
-    let oldest: string | undefined
-    let oldestUse = Infinity
-    for (const [json, entry] of this.#answers) {
-      if (entry.used < oldestUse) {
-        oldest = json
-        oldestUse = entry.used
-      }
-    }
-    const entry = this.#answers.get(oldest as string) as { schema: object }
-    this.#answers.delete(oldest as string)
-    this.release(entry.schema)
   }
 }

@@ -3,14 +3,13 @@
  * answer keeps only the fields its requested schema declares, each of the type declared, so
  * nothing else reaches the handler or rides in later tokens.
  */
-import type { SchemaCompiler } from '../json-schema.js'
-import { firstError } from '../json-schema.js'
-import { isPlainObject, type JsonObject } from '../protocol/wire.js'
-import type { PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder } from './schema.js'
-import { schemaDigest, schemaFields, schemaJson } from './schema.js'
+import { digest } from '../digest.js'
+import { firstError, type SchemaCompiler, type Validator } from '../json-schema.js'
+import { deepFreeze, isPlainObject, type JsonObject } from '../protocol/wire.js'
+import { isBuilder, schemaJson, type PrimitiveSchemaDefinition, type RequestedSchema, type RequestedSchemaBuilder } from './schema.js'
 
-/** The most schema digests a registration keeps. */
-const MAX_SHAPES = 1024
+/** The most requested schemas a registration keeps. */
+export const MAX_FORMS = 256
 
 /** One answer from `inputResponses` once checked: the value the handler gets, or why it was refused. */
 export type Checked = { ok: true, value: unknown } | { ok: false, message: string }
@@ -99,52 +98,88 @@ function where (path: string[]): string {
   }).join('')
 }
 
+/** What a registration keeps of one requested schema, for as long as it is asked. */
+export interface Form {
+  /** The digest standing for the schema in ledger fingerprints. */
+  readonly shape: string
+  /** The schema as sent, rendered and frozen once. */
+  readonly schema: RequestedSchema
+  /** The names of the fields it asks for: what an answer may carry. */
+  readonly fields: readonly string[]
+  /** Its validator and the schema it was compiled from, once an answer came. */
+  answers: { schema: object, validate: Validator } | undefined
+  used: number
+}
+
 /**
- * The checks of form answers for one registration: each requested schema's validator is
- * compiled by the registration's {@link SchemaCompiler} on first use, keyed by its JSON text.
+ * The requested schemas of one registration, keyed by their JSON text: a schema built inline on
+ * every round is digested, rendered and compiled once, and the most recently used {@link MAX_FORMS}
+ * are kept (bench/README.md#questions).
  */
 export class FormAnswers {
   readonly #compiler: SchemaCompiler
-  /** Digests of the schemas asked, by JSON text: a schema built inline on every round is hashed once. */
-  readonly #shapes = new Map<string, string>()
+  readonly #forms = new Map<string, Form>()
+  #uses = 0
 
   constructor (compiler: SchemaCompiler) {
     this.#compiler = compiler
   }
 
-  /** The digest standing for a builder's schema in ledger fingerprints (bench/README.md#questions). */
-  shape (builder: RequestedSchemaBuilder<object>): string {
+  /** The form of a builder's schema. */
+  of (builder: RequestedSchemaBuilder<object>): Form {
     const json = schemaJson(builder)
-    let shape = this.#shapes.get(json)
-    if (shape === undefined) {
-      // Bounded: an app that builds schemas from changing data starts over rather than grow.
-      if (this.#shapes.size >= MAX_SHAPES) this.#shapes.clear()
-      shape = schemaDigest(builder)
-      this.#shapes.set(json, shape)
+    const used = ++this.#uses
+    let form = this.#forms.get(json)
+    if (form !== undefined) {
+      form.used = used
+      return form
     }
-    return shape
+    if (this.#forms.size >= MAX_FORMS) this.#evict()
+    // A builder's schema is frozen; an object that only has one is read from its text, so later changes to it are not.
+    const schema = isBuilder(builder) ? builder.schema : deepFreeze(JSON.parse(json) as RequestedSchema)
+    form = { shape: digest('elicit', json), schema, fields: Object.keys(schema.properties), answers: undefined, used }
+    this.#forms.set(json, form)
+    return form
   }
 
-  /** Checks an answer to a builder's schema; the schema is only rendered when its validator is not compiled yet. */
-  check (builder: RequestedSchemaBuilder<object>, value: unknown): Checked {
+  /** Checks an answer to a form; its validator is compiled on the first answer. */
+  check (form: Form, value: unknown): Checked {
     if (!isPlainObject(value)) return NOT_AN_OBJECT
     const action = actionOf(value)
     if (action === undefined) return BAD_ACTION
     if (action !== 'accept') return { ok: true, value: { action } }
     const given = Object.hasOwn(value, 'content') ? value.content : undefined
     if (!isPlainObject(given)) return { ok: false, message: 'content must be an object' }
-    // Only the declared fields, read as own properties: what the schema does not ask for never
-    // arrives. The answer schema is only derived when its validator is not compiled yet.
+    // Only the declared fields, read as own properties: what the schema does not ask for never arrives.
     const content: JsonObject = {}
-    for (const name of schemaFields(builder)) {
+    for (const name of form.fields) {
       if (!Object.hasOwn(given, name)) continue
       // Assignment makes an own property of any name but __proto__, which it would take for the prototype.
       if (name === '__proto__') Object.defineProperty(content, name, { value: given[name], enumerable: true, writable: true, configurable: true })
       else content[name] = given[name]
     }
-    const validate = this.#compiler.answerValidator(schemaJson(builder), () => answerSchema(builder.schema))
+    if (form.answers === undefined) {
+      const schema = answerSchema(form.schema)
+      form.answers = { schema, validate: this.#compiler.compile(schema, 'a requested schema') }
+    }
+    const validate = form.answers.validate
     if (validate(content)) return { ok: true, value: { action, content } }
     const error = firstError(validate.errors)
     return { ok: false, message: `${where(error.path)} ${error.message}` }
+  }
+
+  /** Drops the least recently used form, found by a scan so a hit does not churn the Map (bench/README.md#churn). */
+  #evict (): void {
+    let oldest: string | undefined
+    let oldestUse = Infinity
+    for (const [json, form] of this.#forms) {
+      if (form.used < oldestUse) {
+        oldest = json
+        oldestUse = form.used
+      }
+    }
+    const form = this.#forms.get(oldest as string) as Form
+    this.#forms.delete(oldest as string)
+    if (form.answers !== undefined) this.#compiler.release(form.answers.schema)
   }
 }

@@ -5,8 +5,24 @@
  */
 import { digest } from '../digest.js'
 import { isPlainObject, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
-import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type FormAnswers, type Checked } from './answers.js'
+import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type Checked, type Form, type FormAnswers } from './answers.js'
 import { schemaJson, type RequestedSchemaBuilder } from './schema.js'
+
+/** The prefixes of default input keys. */
+export type KeyPrefix = 'elicit' | 'sample' | 'roots'
+
+// Default keys are constants rather than made per ask: V8 looks a fresh string up in its string
+// table wherever it is used as a property name (bench/README.md#default-keys).
+const DEFAULT_KEYS: Readonly<Record<KeyPrefix, readonly string[]>> = {
+  elicit: Array.from({ length: 64 }, (_, i) => `elicit-${i + 1}`),
+  sample: Array.from({ length: 64 }, (_, i) => `sample-${i + 1}`),
+  roots: Array.from({ length: 64 }, (_, i) => `roots-${i + 1}`),
+}
+
+/** The key of the `ordinal`-th input request (from 0) when the handler gives none: `elicit-1`, `sample-2`. */
+export function defaultKey (prefix: KeyPrefix, ordinal: number): string {
+  return DEFAULT_KEYS[prefix][ordinal] ?? `${prefix}-${ordinal + 1}`
+}
 
 /** The kinds of input request. */
 export type QuestionKind = 'elicit' | 'elicitUrl' | 'sample' | 'roots'
@@ -15,7 +31,7 @@ export type QuestionKind = 'elicit' | 'elicitUrl' | 'sample' | 'roots'
 export interface Question {
   readonly kind: QuestionKind
   /** The prefix of its default input key: `elicit-1`, `sample-2`, `roots-3`. */
-  readonly prefix: 'elicit' | 'sample' | 'roots'
+  readonly prefix: KeyPrefix
   /** The digest of its shape (the requested schema, the URL, the sampling params); `forms` keeps a registration's. */
   shapeOf (forms: FormAnswers): string
   /** The text shown to the user; empty for sampling and roots. */
@@ -25,7 +41,7 @@ export interface Question {
   /** The capabilities it needs that `capabilities` lacks, or undefined when the client has them. */
   missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined
   /** The wire request, made only when it is sent (a replayed round that finds the answer never needs it). */
-  build (): InputRequest
+  build (forms: FormAnswers): InputRequest
   /** Checks an answer from `inputResponses` and gives the value the handler gets. */
   check (value: unknown, forms: FormAnswers): Checked
 }
@@ -36,14 +52,21 @@ export class FormQuestion implements Question {
   readonly prefix = 'elicit'
   readonly text: string
   readonly #schema: RequestedSchemaBuilder<object>
+  #form: Form | undefined
 
   constructor (message: string, schema: RequestedSchemaBuilder<object>) {
     this.text = message
     this.#schema = schema
   }
 
+  /** The registration's form of the schema, looked up once. */
+  #formIn (forms: FormAnswers): Form {
+    this.#form ??= forms.of(this.#schema)
+    return this.#form
+  }
+
   shapeOf (forms: FormAnswers): string {
-    return forms.shape(this.#schema)
+    return this.#formIn(forms).shape
   }
 
   get size (): number {
@@ -57,12 +80,13 @@ export class FormQuestion implements Question {
     return undefined
   }
 
-  build (): InputRequest {
-    return { method: 'elicitation/create', params: { mode: 'form', message: this.text, requestedSchema: this.#schema.schema as unknown as JsonObject } }
+  build (forms: FormAnswers): InputRequest {
+    const requestedSchema = this.#formIn(forms).schema as unknown as JsonObject
+    return { method: 'elicitation/create', params: { mode: 'form', message: this.text, requestedSchema } }
   }
 
   check (value: unknown, forms: FormAnswers): Checked {
-    return forms.check(this.#schema, value)
+    return forms.check(this.#formIn(forms), value)
   }
 }
 

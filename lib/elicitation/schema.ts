@@ -44,19 +44,33 @@ type AnyOptions = FieldOptions & Record<string, any> & { optional?: boolean }
 
 const FORMATS: readonly unknown[] = ['email', 'uri', 'date', 'date-time']
 
-/** Copies the options given, in this order, leaving out the ones not set. */
-function pick (opts: AnyOptions, keys: readonly string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  // arrays are copied so freezing the schema never freezes the caller's default
-  for (const key of keys) if (opts[key] !== undefined) out[key] = Array.isArray(opts[key]) ? [...opts[key]] : opts[key]
-  return out
+// The options each kind of field copies into its schema, in this order.
+const STRING_KEYS = ['title', 'description', 'minLength', 'maxLength', 'format', 'default'] as const
+const NUMBER_KEYS = ['title', 'description', 'minimum', 'maximum', 'default'] as const
+const BOOLEAN_KEYS = ['title', 'description', 'default'] as const
+const DESCRIBED_KEYS = ['title', 'description'] as const
+const COUNT_KEYS = ['minItems', 'maxItems'] as const
+const DEFAULT_KEYS = ['default'] as const
+
+/** Copies into `schema` the options given, in the order of `keys`, leaving out the ones not set. */
+function copy (schema: Record<string, unknown>, opts: AnyOptions, keys: readonly string[]): Record<string, unknown> {
+  for (const key of keys) {
+    const value = opts[key]
+    // arrays are copied so freezing the schema never freezes the caller's default
+    if (value !== undefined) schema[key] = Array.isArray(value) ? [...value] : value
+  }
+  return schema
+}
+
+/** Refuses a field of a requested schema. */
+function fail (name: string, problem: string): never {
+  throw new InvalidRequestedSchemaError(`requestedSchema field ${JSON.stringify(name)}: ${problem}`)
 }
 
 class Builder {
   readonly #fields: readonly Field[]
   #schema: RequestedSchema | undefined
   #json: string | undefined
-  #digest: string | undefined
 
   constructor (fields: readonly Field[]) {
     this.#fields = fields
@@ -67,16 +81,9 @@ class Builder {
     return #fields in of ? of.#text() : undefined
   }
 
-  /** The names of a builder's fields, in order; undefined for an object that is no builder. */
-  static fields (of: object): string[] | undefined {
-    return #fields in of ? of.#fields.map((field) => field.name) : undefined
-  }
-
-  /** The digest of a builder's JSON text, made once; undefined for an object that is no builder. */
-  static digest (of: object): string | undefined {
-    if (!(#fields in of)) return undefined
-    of.#digest ??= digest('elicit', of.#text())
-    return of.#digest
+  /** Whether an object is a builder. */
+  static is (of: object): boolean {
+    return #fields in of
   }
 
   // The intermediate builders of a chain are never rendered, so nothing is made before it is asked for.
@@ -116,14 +123,14 @@ class Builder {
   }
 
   string (name: string, opts: AnyOptions = {}): Builder {
-    const fail = this.#check(name, opts)
-    lengths(fail, opts, 'minLength', 'maxLength')
-    if (opts.format !== undefined && !FORMATS.includes(opts.format)) fail(`unknown format ${JSON.stringify(opts.format)}`)
+    this.#check(name, opts)
+    lengths(name, opts, 'minLength', 'maxLength')
+    if (opts.format !== undefined && !FORMATS.includes(opts.format)) fail(name, `unknown format ${JSON.stringify(opts.format)}`)
     const d = opts.default
     if (d !== undefined && (typeof d !== 'string' || d.length < (opts.minLength ?? 0) || d.length > (opts.maxLength ?? Infinity))) {
-      fail('default does not fit')
+      fail(name, 'default does not fit')
     }
-    return this.#add(name, opts, { type: 'string', ...pick(opts, ['title', 'description', 'minLength', 'maxLength', 'format', 'default']) })
+    return this.#add(name, opts, copy({ type: 'string' }, opts, STRING_KEYS))
   }
 
   number (name: string, opts: AnyOptions = {}): Builder {
@@ -135,51 +142,51 @@ class Builder {
   }
 
   boolean (name: string, opts: AnyOptions = {}): Builder {
-    const fail = this.#check(name, opts)
-    if (opts.default !== undefined && typeof opts.default !== 'boolean') fail('default does not fit')
-    return this.#add(name, opts, { type: 'boolean', ...pick(opts, ['title', 'description', 'default']) })
+    this.#check(name, opts)
+    if (opts.default !== undefined && typeof opts.default !== 'boolean') fail(name, 'default does not fit')
+    return this.#add(name, opts, copy({ type: 'boolean' }, opts, BOOLEAN_KEYS))
   }
 
   choose (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
-    const fail = this.#check(name, opts)
-    const { values, titled } = choiceList(fail, choices)
-    if (opts.default !== undefined && !values.includes(opts.default)) fail('default is not among the choices')
-    const described = pick(opts, ['title', 'description'])
-    const choice = titled ? { oneOf: titled } : { enum: values }
-    return this.#add(name, opts, { type: 'string', ...described, ...choice, ...pick(opts, ['default']) })
+    this.#check(name, opts)
+    const values = choiceValues(name, choices)
+    if (opts.default !== undefined && !values.includes(opts.default)) fail(name, 'default is not among the choices')
+    const schema = copy({ type: 'string' }, opts, DESCRIBED_KEYS)
+    if (typeof choices[0] === 'string') schema.enum = values
+    else schema.oneOf = titled(choices as readonly Choice[])
+    return this.#add(name, opts, copy(schema, opts, DEFAULT_KEYS))
   }
 
   chooseMany (name: string, choices: Choices, opts: AnyOptions = {}): Builder {
-    const fail = this.#check(name, opts)
-    const { values, titled } = choiceList(fail, choices)
-    lengths(fail, opts, 'minItems', 'maxItems')
+    this.#check(name, opts)
+    const values = choiceValues(name, choices)
+    lengths(name, opts, 'minItems', 'maxItems')
     const d = opts.default
     if (d !== undefined && (!Array.isArray(d) || d.length < (opts.minItems ?? 0) ||
       d.length > (opts.maxItems ?? Infinity) || !d.every((v) => values.includes(v)) || new Set(d).size !== d.length)) {
-      fail('default does not fit')
+      fail(name, 'default does not fit')
     }
-    const items = titled ? { anyOf: titled } : { type: 'string', enum: values }
-    return this.#add(name, opts, { type: 'array', ...pick(opts, ['title', 'description', 'minItems', 'maxItems']), items, ...pick(opts, ['default']) })
+    const schema = copy(copy({ type: 'array' }, opts, DESCRIBED_KEYS), opts, COUNT_KEYS)
+    schema.items = typeof choices[0] === 'string' ? { type: 'string', enum: values } : { anyOf: titled(choices as readonly Choice[]) }
+    return this.#add(name, opts, copy(schema, opts, DEFAULT_KEYS))
   }
 
   #numeric (type: 'number' | 'integer', name: string, opts: AnyOptions): Builder {
-    const fail = this.#check(name, opts)
+    this.#check(name, opts)
     const { minimum, maximum, default: d } = opts
-    if (minimum !== undefined && maximum !== undefined && minimum > maximum) fail('minimum is greater than maximum')
+    if (minimum !== undefined && maximum !== undefined && minimum > maximum) fail(name, 'minimum is greater than maximum')
     if (d !== undefined && (typeof d !== 'number' || (type === 'integer' && !Number.isInteger(d)) ||
       d < (minimum ?? -Infinity) || d > (maximum ?? Infinity))) {
-      fail('default does not fit')
+      fail(name, 'default does not fit')
     }
-    return this.#add(name, opts, { type, ...pick(opts, ['title', 'description', 'minimum', 'maximum', 'default']) })
+    return this.#add(name, opts, copy({ type }, opts, NUMBER_KEYS))
   }
 
-  /** Checks the name is new and returns the reporter of problems with this field. */
-  #check (name: string, opts: unknown): (problem: string) => never {
+  /** Checks the name is new and the options an object. */
+  #check (name: string, opts: unknown): void {
     if (typeof name !== 'string' || name === '') throw new InvalidRequestedSchemaError('requestedSchema: a field name must be a non-empty string')
-    const fail = failure(name)
-    if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) fail('options must be an object')
-    if (this.#fields.some((f) => f.name === name)) fail('duplicate field name')
-    return fail
+    if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) fail(name, 'options must be an object')
+    for (const field of this.#fields) if (field.name === name) fail(name, 'duplicate field name')
   }
 
   #add (name: string, opts: AnyOptions, schema: Record<string, unknown>): Builder {
@@ -189,35 +196,36 @@ class Builder {
   }
 }
 
-function failure (name: string): (problem: string) => never {
-  return (problem) => { throw new InvalidRequestedSchemaError(`requestedSchema field ${JSON.stringify(name)}: ${problem}`) }
-}
-
 /** Checks a pair of counts: each a non-negative integer, the first not above the second. */
-function lengths (fail: (problem: string) => never, opts: AnyOptions, min: string, max: string): void {
+function lengths (name: string, opts: AnyOptions, min: string, max: string): void {
   for (const key of [min, max]) {
     const v = opts[key]
-    if (v !== undefined && !(Number.isInteger(v) && v >= 0)) fail(`${key} must be a non-negative integer`)
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0)) fail(name, `${key} must be a non-negative integer`)
   }
-  if (opts[min] > opts[max]) fail(`${min} is greater than ${max}`)
+  if (opts[min] > opts[max]) fail(name, `${min} is greater than ${max}`)
 }
 
-function choiceList (
-  fail: (problem: string) => never,
-  choices: Choices
-): { values: string[], titled: TitledChoice[] | undefined } {
-  if (!Array.isArray(choices) || choices.length === 0) fail('choices must be a non-empty array')
+/** The values of a list of choices: all strings, or all `{ value, title }`, none twice. */
+function choiceValues (name: string, choices: Choices): string[] {
+  if (!Array.isArray(choices) || choices.length === 0) fail(name, 'choices must be a non-empty array')
   const list: ReadonlyArray<string | Choice> = choices
-  let titled: TitledChoice[] | undefined
-  if (!list.every((c) => typeof c === 'string')) {
-    if (!list.every((c) => typeof c === 'object' && c !== null && typeof c.value === 'string' && typeof c.title === 'string')) {
-      fail('choices must be all strings or all { value, title }')
-    }
-    titled = (list as readonly Choice[]).map((c) => ({ const: c.value, title: c.title }))
+  const values: string[] = []
+  const strings = typeof list[0] === 'string'
+  for (const choice of list) {
+    if (strings ? typeof choice !== 'string' : !isChoice(choice)) fail(name, 'choices must be all strings or all { value, title }')
+    values.push(typeof choice === 'string' ? choice : choice.value)
   }
-  const values = list.map((c) => typeof c === 'string' ? c : c.value)
-  if (new Set(values).size !== values.length) fail('duplicate choice value')
-  return { values, titled }
+  if (new Set(values).size !== values.length) fail(name, 'duplicate choice value')
+  return values
+}
+
+function isChoice (choice: unknown): choice is Choice {
+  return typeof choice === 'object' && choice !== null && typeof (choice as Choice).value === 'string' &&
+    typeof (choice as Choice).title === 'string'
+}
+
+function titled (choices: readonly Choice[]): TitledChoice[] {
+  return choices.map((c) => ({ const: c.value, title: c.title }))
 }
 
 const EMPTY = Object.freeze(new Builder([]))
@@ -232,12 +240,12 @@ export function schemaJson (builder: RequestedSchemaBuilder<object>): string {
   return Builder.json(builder) ?? JSON.stringify(builder.schema)
 }
 
-/** @internal The names of the fields a builder's schema asks for. */
-export function schemaFields (builder: RequestedSchemaBuilder<object>): string[] {
-  return Builder.fields(builder) ?? Object.keys(builder.schema.properties)
+/** @internal Whether an object is a `requestedSchema()` builder rather than a hand-made one. */
+export function isBuilder (builder: RequestedSchemaBuilder<object>): boolean {
+  return Builder.is(builder)
 }
 
 /** @internal The digest standing for a builder's schema in ledger fingerprints. */
 export function schemaDigest (builder: RequestedSchemaBuilder<object>): string {
-  return Builder.digest(builder) ?? digest('elicit', JSON.stringify(builder.schema))
+  return digest('elicit', schemaJson(builder))
 }

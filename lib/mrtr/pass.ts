@@ -1,6 +1,6 @@
 import type { AskTarget } from '../context.js'
 import type { FormAnswers } from '../elicitation/answers.js'
-import type { Question } from '../elicitation/questions.js'
+import { defaultKey, type Question } from '../elicitation/questions.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
 import type { ClientCapabilities, InputRequest, JsonObject } from '../protocol/wire.js'
 import type { LedgerEntry } from './codec.js'
@@ -131,7 +131,7 @@ export class ReplayPass implements AskTarget {
     if (this.#closed) return this.#yielded ?? rejected(new Error('ctx.elicit() and kin were called after the handler\'s pass ended'))
     const ordinal = this.#ordinal++
     const ledger = this.#ledger
-    key ??= `${question.prefix}-${ordinal + 1}`
+    key ??= defaultKey(question.prefix, ordinal)
     const keys = (this.#keys ??= new Set())
     if (keys.has(key)) return this.#fail(new InvalidArgumentError(`Input key "${key}" is used twice in one request: keys must be unique`))
     keys.add(key)
@@ -168,7 +168,7 @@ export class ReplayPass implements AskTarget {
       this.#yielded = rejected(new InputRequired())
       setImmediate(() => this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
     }
-    this.#pending[key] = question.build()
+    this.#pending[key] = question.build(this.#forms)
     return this.#yielded as Promise<never>
   }
 

@@ -1,7 +1,24 @@
 import t from 'tap'
 import { requestedSchema, schemaDigest, type RequestedSchemaBuilder } from '../../lib/elicitation/schema.js'
-import { FormAnswers, checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer } from '../../lib/elicitation/answers.js'
-import { MAX_ANSWER_SCHEMAS, SchemaCompiler } from '../../lib/json-schema.js'
+import { FormAnswers, MAX_FORMS, checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer } from '../../lib/elicitation/answers.js'
+import { SchemaCompiler, type Validator } from '../../lib/json-schema.js'
+
+/** A compiler that counts what it compiles and releases. */
+class CountingCompiler extends SchemaCompiler {
+  compiled = 0
+  released = 0
+  override compile (schema: object, where: string): Validator {
+    this.compiled++
+    return super.compile(schema, where)
+  }
+
+  override release (schema: object): void {
+    this.released++
+    super.release(schema)
+  }
+}
+
+const accepted = { action: 'accept', content: {} }
 
 const flight = requestedSchema()
   .boolean('confirm')
@@ -20,7 +37,7 @@ const flight = requestedSchema()
 
 /** The check of accepted content for a builder, in a registration of its own. */
 function contentCheck (builder: RequestedSchemaBuilder<object>, forms = new FormAnswers(new SchemaCompiler())) {
-  return (content: unknown) => forms.check(builder, { action: 'accept', content })
+  return (content: unknown) => forms.check(forms.of(builder), { action: 'accept', content })
 }
 
 t.test('accepts content that fits, keeping only the declared fields', async (t) => {
@@ -106,7 +123,7 @@ t.test('decodes escaped pointer segments', async (t) => {
 t.test('checks the action of every kind of answer', async (t) => {
   const forms = new FormAnswers(new SchemaCompiler())
   const schema = requestedSchema().boolean('confirm')
-  const check = (value: unknown) => forms.check(schema, value)
+  const check = (value: unknown) => forms.check(forms.of(schema), value)
   t.strictSame(check({ action: 'decline', content: { junk: 1 } }), { ok: true, value: { action: 'decline' } })
   t.strictSame(check({ action: 'cancel' }), { ok: true, value: { action: 'cancel' } })
   t.strictSame(check({ action: 'accept' }), { ok: false, message: 'content must be an object' })
@@ -123,32 +140,38 @@ t.test('checks the action of every kind of answer', async (t) => {
   t.strictSame(checkRootsAnswer({ roots: [{ uri: 'file:///a' }] }), { ok: true, value: [{ uri: 'file:///a' }] })
 })
 
-t.test('builders that render the same schema share one validator, in a bounded cache', async (t) => {
-  const compiler = new SchemaCompiler()
-  const make = () => requestedSchema().string('city').integer('nights', { minimum: 1 })
-  const json = JSON.stringify(make().schema)
-  let renders = 0
-  const render = () => { renders++; return { type: 'object' } }
-  const first = compiler.answerValidator(json, render)
-  t.equal(compiler.answerValidator(json, render), first, 'the same JSON reuses the validator')
-  t.equal(renders, 1)
-  for (let i = 0; i < MAX_ANSWER_SCHEMAS; i++) compiler.answerValidator(`{"n":${i}}`, render)
-  t.not(compiler.answerValidator(json, render), first, 'the oldest schema was evicted after enough others')
-  t.equal(renders, MAX_ANSWER_SCHEMAS + 2)
+t.test('builders that render the same schema share one form and one validator, in a bounded cache', async (t) => {
+  const compiler = new CountingCompiler()
+  const forms = new FormAnswers(compiler)
+  const make = () => requestedSchema().string('city', { optional: true }).integer('nights', { minimum: 1, optional: true })
+  const first = forms.of(make())
+  forms.check(first, accepted)
+  t.equal(forms.of(make()), first, 'the same JSON reuses the form')
+  forms.check(forms.of(make()), accepted)
+  t.equal(compiler.compiled, 1, 'and its validator')
+  for (let i = 0; i < MAX_FORMS; i++) forms.check(forms.of(requestedSchema().string(`n${i}`, { optional: true })), accepted)
+  t.equal(compiler.released, 1, 'the validator of the form evicted is released')
+  t.not(forms.of(make()), first, 'the oldest form was evicted after enough others')
+  forms.check(forms.of(make()), accepted)
+  t.equal(compiler.compiled, MAX_FORMS + 2)
 })
 
-t.test('the answer validator cache evicts the least recently used schema, not the first added', async (t) => {
-  const compiler = new SchemaCompiler()
-  let renders = 0
-  const render = () => { renders++; return { type: 'object' } }
-  for (let i = 0; i < MAX_ANSWER_SCHEMAS; i++) compiler.answerValidator(`{"n":${i}}`, render)
-  const firstAdded = compiler.answerValidator('{"n":0}', render)
-  compiler.answerValidator('{"new":1}', render)
-  t.equal(renders, MAX_ANSWER_SCHEMAS + 1, 'the cache was full, and one new schema was compiled')
-  t.equal(compiler.answerValidator('{"n":0}', render), firstAdded, 'the first schema added, used just before, is kept')
-  t.equal(renders, MAX_ANSWER_SCHEMAS + 1)
-  compiler.answerValidator('{"n":1}', render)
-  t.equal(renders, MAX_ANSWER_SCHEMAS + 2, 'the least recently used one was the one evicted')
+t.test('the form cache evicts the least recently used schema, not the first added', async (t) => {
+  const compiler = new CountingCompiler()
+  const forms = new FormAnswers(compiler)
+  const form = (i: number | string) => {
+    const made = forms.of(requestedSchema().string(`n${i}`, { optional: true }))
+    forms.check(made, accepted)
+    return made
+  }
+  for (let i = 0; i < MAX_FORMS; i++) form(i)
+  const firstAdded = form(0)
+  form('new')
+  t.equal(compiler.compiled, MAX_FORMS + 1, 'the cache was full, and one new schema was compiled')
+  t.equal(form(0), firstAdded, 'the first schema added, used just before, is kept')
+  t.equal(compiler.compiled, MAX_FORMS + 1)
+  form(1)
+  t.equal(compiler.compiled, MAX_FORMS + 2, 'the least recently used one was the one evicted')
 })
 
 t.test('an object that only has a rendered schema is checked too', async (t) => {
@@ -158,19 +181,20 @@ t.test('an object that only has a rendered schema is checked too', async (t) => 
   t.strictSame(check({ code: '12' }), { ok: false, message: 'content.code must NOT have fewer than 4 characters' })
 })
 
-t.test('a registration hashes a schema built on every round once, and keeps a bounded number of digests', async (t) => {
+t.test('a registration hashes a schema built on every round once, and keeps a bounded number of forms', async (t) => {
   const forms = new FormAnswers(new SchemaCompiler())
   const inline = () => requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])
   const expected = schemaDigest(inline())
-  t.equal(forms.shape(inline()), expected)
-  t.equal(forms.shape(inline()), expected, 'a fresh builder of the same schema: the same digest')
+  t.equal(forms.of(inline()).shape, expected)
+  t.equal(forms.of(inline()).shape, expected, 'a fresh builder of the same schema: the same digest')
+  t.equal(forms.of(inline()).schema, forms.of(inline()).schema, 'rendered once')
   // Past the bound, digests are made again and still right.
   let wrong = 0
   for (let i = 0; i < 1100; i++) {
     const schema = requestedSchema().string(`field${i}`)
-    if (forms.shape(schema) !== schemaDigest(requestedSchema().string(`field${i}`))) wrong++
+    if (forms.of(schema).shape !== schemaDigest(requestedSchema().string(`field${i}`))) wrong++
   }
   t.equal(wrong, 0, 'every digest past the bound is right')
-  t.equal(forms.shape(inline()), expected, 'and the first schema, after the digests kept were dropped')
-  t.not(forms.shape(requestedSchema().boolean('confirm')), expected, 'another schema, another digest')
+  t.equal(forms.of(inline()).shape, expected, 'and the first schema, after the digests kept were dropped')
+  t.not(forms.of(requestedSchema().boolean('confirm')).shape, expected, 'another schema, another digest')
 })
