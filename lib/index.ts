@@ -20,7 +20,7 @@ import { RequestStateCodec } from './mrtr/codec.js'
 import { ReplayEngine } from './mrtr/engine.js'
 import { TokenDelivery } from './mrtr/token-delivery.js'
 import { ephemeralKey, keysFromEnv, parseKeys } from './mrtr/keys.js'
-import { KeyRing } from './mrtr/seal.js'
+import { KeyRing, type TokenVersion } from './mrtr/seal.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
 import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
@@ -45,17 +45,17 @@ declare module 'fastify' {
   }
 }
 
-function keyRing (fastify: FastifyInstance, keys: string[] | undefined): KeyRing {
+function keyRing (fastify: FastifyInstance, keys: string[] | undefined, version: TokenVersion): KeyRing {
   const configured = keys ?? keysFromEnv(process.env.MOCAPI_REQUEST_STATE_KEYS)
-  if (configured !== undefined) return new KeyRing(parseKeys(configured))
+  if (configured !== undefined) return new KeyRing(parseKeys(configured), version)
   fastify.log.warn('mocapi: no requestState keys configured (requestState.keys or MOCAPI_REQUEST_STATE_KEYS); ' +
     'using an ephemeral key: tokens in flight are lost on restart and other nodes cannot read them')
-  return new KeyRing([ephemeralKey()])
+  return new KeyRing([ephemeralKey()], version)
 }
 
 async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<void> {
   const options = resolveOptions(opts)
-  const ring = keyRing(fastify, options.keys)
+  const ring = keyRing(fastify, options.keys, options.tokenVersion)
   const compiler = new SchemaCompiler()
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)

@@ -4,6 +4,7 @@ import {
   optionalFunction, optionalString, plainObject, positiveInteger, stringList, type CacheHint,
 } from './check.js'
 import { InvalidOptionError } from './errors.js'
+import type { TokenVersion } from './mrtr/seal.js'
 import type { NotificationBus } from './bus/bus.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './mrtr/codec.js'
 import { LEGACY_VERSIONS, PROTOCOL_VERSION } from './protocol/wire.js'
@@ -39,6 +40,12 @@ export interface MocapiOptions {
      * 65 536, at most 1 MiB (1 048 576).
      */
     maxTokenLength?: number
+    /**
+     * The layout new tokens and 2025-era session ids are sealed in; both open either. Default 2,
+     * which seals each token under a key of its own. Set 1 for the first step of a rolling upgrade
+     * from a build before 2 existed, whose nodes open only 1 (docs/deploy.md#key-lifetime).
+     */
+    tokenVersion?: 1 | 2
   }
   /**
    * The caller's identity, bound into every requestState. Default: `request.user` when a string,
@@ -140,6 +147,7 @@ export interface ResolvedOptions {
   ttl: number
   maxRounds: number
   maxTokenLength: number
+  tokenVersion: TokenVersion
   principal: ((request: FastifyRequest) => string | null | undefined) | undefined
   allowedOrigins: string[] | undefined
   allowedHosts: Set<string>
@@ -196,7 +204,7 @@ function timerMs (value: unknown, name: string, fallback: number): number {
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
   'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session'])
-const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength'])
+const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
@@ -229,6 +237,9 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
   if (rs.keys !== undefined && (!Array.isArray(rs.keys) || rs.keys.length === 0)) {
     throw new InvalidOptionError(`requestState.keys must be a non-empty array of keys, got ${Array.isArray(rs.keys) ? 'an empty array' : describe(rs.keys)}`)
   }
+  if (rs.tokenVersion !== undefined && rs.tokenVersion !== 1 && rs.tokenVersion !== 2) {
+    throw new InvalidOptionError(`requestState.tokenVersion must be 1 or 2, got ${describe(rs.tokenVersion)}`)
+  }
 
   const cache = plainObject(o.cache ?? {}, 'cache')
   knownFields(cache, KNOWN_CACHE, 'cache.')
@@ -251,6 +262,7 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     keys: rs.keys as string[] | undefined,
     ttl: positiveInteger(rs.ttl, 'requestState.ttl', DEFAULT_TTL),
     maxRounds: positiveInteger(rs.maxRounds, 'requestState.maxRounds', DEFAULT_MAX_ROUNDS),
+    tokenVersion: (rs.tokenVersion ?? 2) as TokenVersion,
     maxTokenLength: boundedInteger(rs.maxTokenLength, 'requestState.maxTokenLength', DEFAULT_MAX_TOKEN_LENGTH, MAX_TOKEN_LENGTH, TOKEN_BOUND),
     principal: optionalFunction(o.principal, 'principal'),
     allowedOrigins: stringList(o.allowedOrigins, 'allowedOrigins'),

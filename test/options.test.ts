@@ -20,6 +20,8 @@ const BAD: Array<[string, unknown, string]> = [
   ['options an array', [], 'options must be an object, got an array'],
   ['options a string', 'mcp', 'options must be an object, got "mcp"'],
   ['unknown option', { colour: 'red' }, 'unknown option colour'],
+  ['tokenVersion 3', { requestState: { tokenVersion: 3 } }, 'requestState.tokenVersion must be 1 or 2, got 3'],
+  ['tokenVersion a string', { requestState: { tokenVersion: '2' } }, 'requestState.tokenVersion must be 1 or 2, got "2"'],
   ['path without slash', { path: 'mcp' }, 'path must be a string starting with \'/\', got "mcp"'],
   ['path a number', { path: 5 }, 'path must be a string starting with \'/\', got 5'],
   ['serverInfo null', { serverInfo: null }, 'serverInfo must be an object, got null'],

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../../lib/errors.js'
 import { DEFAULT_MAX_TOKEN_LENGTH, MAX_CLOCK_SKEW_MS, RequestStateCodec } from '../../lib/mrtr/codec.js'
 import { ephemeralKey } from '../../lib/mrtr/keys.js'
@@ -46,25 +46,33 @@ function reason (fn: () => unknown): string {
   return err.reason
 }
 
-/** Mint a token around an arbitrary plaintext, to reach the checks after authentication. */
-function seal (key: Buffer, plaintext: string, version = 2): string {
-  const header = Buffer.alloc(5)
-  header[0] = version
-  createHash('sha256').update(key).digest().copy(header, 1, 0, 4)
+/** The AES key of a token: its own, derived from its kind, key id and salt (version 2), or the ring key (version 1). */
+function aesKey (key: Buffer, head: Buffer): Buffer {
+  return (head[0] & 0x10) !== 0 ? createHmac('sha256', key).update(head.subarray(0, 21)).digest() : key
+}
+
+/**
+ * Mint a token around an arbitrary plaintext, to reach the checks after authentication: `kind` 0x12 is a
+ * version 2 requestState (salted), 2 a version 1 one.
+ */
+function seal (key: Buffer, plaintext: string, kind = 0x12): string {
+  const id = createHash('sha256').update(key).digest().subarray(0, 4)
+  const head = Buffer.concat([Buffer.from([kind]), id, (kind & 0x10) !== 0 ? randomBytes(16) : Buffer.alloc(0)])
   const nonce = randomBytes(12)
-  const cipher = createCipheriv('aes-256-gcm', key, nonce)
-  cipher.setAAD(header)
+  const cipher = createCipheriv('aes-256-gcm', aesKey(key, head), nonce)
+  cipher.setAAD(head.subarray(0, 5))
   const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()])
-  return Buffer.concat([header, nonce, ct, cipher.getAuthTag()]).toString('base64url')
+  return Buffer.concat([head, nonce, ct, cipher.getAuthTag()]).toString('base64url')
 }
 
 /** Decrypt a token minted under `key`, to look at its plaintext. */
 function open (key: Buffer, token: string): string {
   const bytes = Buffer.from(token, 'base64url')
-  const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(5, 17))
+  const header = (bytes[0] & 0x10) !== 0 ? 33 : 17
+  const decipher = createDecipheriv('aes-256-gcm', aesKey(key, bytes), bytes.subarray(header - 12, header))
   decipher.setAAD(bytes.subarray(0, 5))
   decipher.setAuthTag(bytes.subarray(bytes.length - 16))
-  return Buffer.concat([decipher.update(bytes.subarray(17, bytes.length - 16)), decipher.final()]).toString('utf8')
+  return Buffer.concat([decipher.update(bytes.subarray(header, bytes.length - 16)), decipher.final()]).toString('utf8')
 }
 
 /** The plaintext of a payload: `[method, originalParams, ledger, issuedAt, principal, round?]`. */
@@ -199,8 +207,8 @@ t.test('truncation', async (t) => {
   for (let n = 0; n < token.length; n++) reason(() => codec.decode(token.slice(0, n)))
   const bytes = Buffer.from(token, 'base64url')
   for (let n = 1; n < bytes.length; n++) reason(() => codec.decode(bytes.subarray(0, n).toString('base64url')))
-  t.equal(reason(() => codec.decode(bytes.subarray(0, 34).toString('base64url'))), 'too short')
-  t.equal(reason(() => codec.decode(bytes.subarray(0, 35).toString('base64url'))), 'authentication failed')
+  t.equal(reason(() => codec.decode(bytes.subarray(0, 50).toString('base64url'))), 'too short')
+  t.equal(reason(() => codec.decode(bytes.subarray(0, 51).toString('base64url'))), 'authentication failed')
   t.equal(reason(() => codec.decode('')), 'empty')
 })
 
@@ -232,7 +240,7 @@ t.test('garbage strings', async (t) => {
   for (let i = 0; i < 200; i++) reason(() => codec.decode(randomBytes(i).toString('base64url') || 'x'))
   for (let i = 0; i < 200; i++) {
     const bytes = randomBytes(40 + i)
-    bytes[0] = 2
+    bytes[0] = i % 2 === 0 ? 2 : 0x12
     reason(() => codec.decode(bytes.toString('base64url')))
   }
 })

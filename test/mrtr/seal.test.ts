@@ -1,0 +1,81 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { InvalidRequestStateError } from '../../lib/errors.js'
+import { SessionCodec } from '../../lib/legacy/session.js'
+import { RequestStateCodec } from '../../lib/mrtr/codec.js'
+import { ephemeralKey, parseKeys } from '../../lib/mrtr/keys.js'
+import { KeyRing, Sealer } from '../../lib/mrtr/seal.js'
+import { requestedSchema } from '../../lib/index.js'
+import { build, call } from '../helpers.js'
+
+// Tokens and a session id sealed by mocapi before tokens had a salt (version 1).
+const fixture = JSON.parse(readFileSync(new URL('../fixtures/version-1-tokens.json', import.meta.url), 'utf8'))
+
+function reason (fn: () => unknown): string {
+  try {
+    fn()
+  } catch (error) {
+    if (error instanceof InvalidRequestStateError) return error.reason
+    throw error
+  }
+  throw new Error('expected a refusal')
+}
+
+t.test('a version 2 token carries a salt of its own and is sealed under a key of its own', async (t) => {
+  const ring = new KeyRing([ephemeralKey()])
+  const sealer = new Sealer(ring, 2, 4096)
+  const a = Buffer.from(sealer.seal('[]'), 'base64url')
+  const b = Buffer.from(sealer.seal('[]'), 'base64url')
+  t.equal(a[0], 0x12, 'the kind byte says version 2')
+  t.equal(a.length, 1 + 4 + 16 + 12 + 2 + 16, 'kind, key id, salt, nonce, ciphertext, tag')
+  t.not(a.subarray(5, 21).toString('hex'), b.subarray(5, 21).toString('hex'), 'each token draws its own salt')
+  t.equal(sealer.open(a.toString('base64url')), '[]')
+  // The salt is bound through the key: a token with another salt opens under no key.
+  for (const at of [5, 20]) {
+    const changed = Buffer.from(a)
+    changed[at] ^= 1
+    t.equal(reason(() => sealer.open(changed.toString('base64url'))), 'authentication failed', `salt byte ${at} changed`)
+  }
+  const v1 = new Sealer(new KeyRing([ephemeralKey()], 1), 2, 4096)
+  t.equal(Buffer.from(v1.seal('[]'), 'base64url').length, a.length - 16, 'the salt is all the token grows by')
+})
+
+t.test('version 1 tokens keep opening, and a ring set to version 1 seals them', async (t) => {
+  const keys = parseKeys([fixture.key])
+  for (const version of [1, 2] as const) {
+    const codec = new RequestStateCodec({ ring: new KeyRing(keys, version), ttl: 300_000, now: () => fixture.issuedAt + 299_999 })
+    t.same(codec.decode(fixture.requestState.token), fixture.requestState.payload, `a ring sealing version ${version} opens a version 1 requestState`)
+    const sessions = new SessionCodec(new KeyRing(keys, version), 3_600_000, () => fixture.issuedAt + 1000)
+    t.same(sessions.open(fixture.session.id), fixture.session.value, 'and a version 1 session id')
+  }
+  const old = new RequestStateCodec({ ring: new KeyRing(keys), ttl: 300_000, now: () => fixture.issuedAt + 300_001 })
+  t.throws(() => old.decode(fixture.requestState.token), { name: 'ExpiredRequestStateError' }, 'until its TTL passes')
+
+  const v1 = new Sealer(new KeyRing(keys, 1), 2, 4096)
+  const token = Buffer.from(v1.seal('["x"]'), 'base64url')
+  t.equal(token[0], 2, 'version 1: the purpose byte alone')
+  t.equal(new Sealer(new KeyRing(keys), 2, 4096).open(token.toString('base64url')), '["x"]', 'a version 2 ring opens it')
+  t.equal(reason(() => new Sealer(new KeyRing(keys), 3, 4096).open(token.toString('base64url'))), 'unknown version', 'as its own purpose only')
+})
+
+t.test('a fleet mid-upgrade: tokens sealed by either version are served by an app of the other', async (t) => {
+  const keys = [fixture.key]
+  const apps = []
+  for (const tokenVersion of [1, 2] as const) {
+    const app = await build(t, { requestState: { keys, tokenVersion } })
+    app.mcp.tool({ name: 'ask', inputSchema: { type: 'object' } }, async (_args, ctx) => {
+      const answer = await ctx.elicit('Go?', requestedSchema().boolean('go'))
+      return answer.action === 'accept' ? `go ${String(answer.content.go)}` : answer.action
+    })
+    apps.push(app)
+  }
+  for (const [first, second] of [[0, 1], [1, 0]]) {
+    const asked = await call(apps[first], 'tools/call', { name: 'ask', arguments: {} })
+    const requestState = asked.body.result.requestState
+    t.equal(Buffer.from(requestState, 'base64url')[0], first === 0 ? 2 : 0x12)
+    const done = await call(apps[second], 'tools/call', {
+      name: 'ask', arguments: {}, requestState, inputResponses: { 'elicit-1': { action: 'accept', content: { go: true } } },
+    })
+    t.equal(done.body.result.content[0].text, 'go true', `sealed by version ${first + 1}, answered by version ${second + 1}`)
+  }
+})
