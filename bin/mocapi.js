@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `mocapi` command (see `mocapi --help`); its code is lib/cli, built to dist.
-import { main, processIo } from '../dist/lib/cli/main.js'
+// The `mocapi` command (see `mocapi --help`); its code is cli/, built to dist.
+import { main, processIo } from '../dist/cli/main.js'
 
 process.exitCode = await main(process.argv.slice(2), processIo())

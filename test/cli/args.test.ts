@@ -1,5 +1,5 @@
 import t from 'tap'
-import { USAGE, UsageError, parseCommand } from '../../lib/cli/args.js'
+import { USAGE, UsageError, parseCommand } from '../../cli/args.js'
 
 const URL_TEXT = 'http://127.0.0.1:3000/mcp'
 

@@ -3,14 +3,14 @@ import Fastify from 'fastify'
 import { spawn, spawnSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
 import { requestedSchema } from '../../lib/index.js'
-import { blockText, notificationText, processIo, toolLine } from '../../lib/cli/main.js'
+import { blockText, notificationText, processIo, toolLine } from '../../cli/main.js'
 import { build } from '../helpers.js'
 import { run } from './run.js'
 
 type Test = Parameters<typeof build>[0]
 
 // The `mocapi` command run from source, as bin/mocapi.js runs it from dist; "mocapi" stands in for the script name.
-const ENTRY = ['--input-type=module', '-e', `import { main, processIo } from ${JSON.stringify(new URL('../../lib/cli/main.js', import.meta.url).href)}
+const ENTRY = ['--input-type=module', '-e', `import { main, processIo } from ${JSON.stringify(new URL('../../cli/main.js', import.meta.url).href)}
 process.exitCode = await main(process.argv.slice(2), processIo())`, 'mocapi']
 
 const trip = requestedSchema()

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { requestedSchema } from '../../lib/index.js'
-import { askForm, askUrl, fieldsOf, introOf, parseAnswer, promptOf, type Asker, type Field } from '../../lib/cli/form.js'
+import { askForm, askUrl, fieldsOf, introOf, parseAnswer, promptOf, type Asker, type Field } from '../../cli/form.js'
 
 /** An asker answering from `lines` in order (undefined once they run out), keeping a transcript. */
 function scripted (lines: string[]): Asker & { transcript: string[] } {

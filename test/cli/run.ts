@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream'
-import { main } from '../../lib/cli/main.js'
+import { main } from '../../cli/main.js'
 
 function collect () {
   const stream = new PassThrough()

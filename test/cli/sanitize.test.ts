@@ -1,5 +1,5 @@
 import t from 'tap'
-import { printableJson, printableLine, printableText } from '../../lib/cli/sanitize.js'
+import { printableJson, printableLine, printableText } from '../../cli/sanitize.js'
 
 t.test('escape sequences are removed and marked, whatever their kind', async (t) => {
   const cases: Array<[string, string]> = [

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { PassThrough } from 'node:stream'
-import { Terminal } from '../../lib/cli/terminal.js'
+import { Terminal } from '../../cli/terminal.js'
 
 function output (tty = false) {
   const stream = new PassThrough() as PassThrough & { isTTY?: boolean, columns?: number }

@@ -4,9 +4,9 @@
  * `--protocol-version 2025-11-25` (or another 2025 revision), as a client of that era.
  */
 import type { Readable, Writable } from 'node:stream'
-import { McpClientError, createTestClient, type ListedTool, type Notification } from '../testing/client.js'
-import type { AnswerFunction } from '../testing/answers.js'
-import type { ContentBlock, JsonObject } from '../protocol/wire.js'
+import { McpClientError, createTestClient, type ListedTool, type Notification } from '../lib/testing/client.js'
+import type { AnswerFunction } from '../lib/testing/answers.js'
+import type { ContentBlock, JsonObject } from '../lib/protocol/wire.js'
 import { USAGE, parseCommand, type Command } from './args.js'
 import { askForm, askUrl, type Asker } from './form.js'
 import { printableJson, printableLine, printableText } from './sanitize.js'

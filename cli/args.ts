@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { LEGACY_PROTOCOL_VERSIONS } from '../testing/session.js'
+import { LEGACY_PROTOCOL_VERSIONS } from '../lib/testing/session.js'
 
 export const USAGE = `Usage:
   mocapi call <url> <tool> [--arg key=value ...] [--arg key:=json ...] [--args-json '{...}']

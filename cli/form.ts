@@ -2,7 +2,7 @@
  * Terminal forms for elicitations: each field of a flat requested schema becomes one question,
  * with its default in brackets, numbered choices, and an answer checked before it is taken.
  */
-import type { ElicitContent, ElicitResult, ElicitUrlView, ElicitView } from '../testing/answers.js'
+import type { ElicitContent, ElicitResult, ElicitUrlView, ElicitView } from '../lib/testing/answers.js'
 import { printableLine, printableText } from './sanitize.js'
 
 /** A labelled value of a select. */
