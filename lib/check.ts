@@ -1,7 +1,6 @@
 /**
- * The one set of checkers for plugin options and definitions. Each throws a registration error
- * (an `FST_MOCAPI_*` TypeError, {@link InvalidOptionError} unless told otherwise) whose message
- * names the bad value.
+ * Checkers for options and definitions: each throws an `FST_MOCAPI_*` registration error naming the bad value,
+ * {@link InvalidOptionError} unless told otherwise.
  */
 import { InvalidOptionError, type RegistrationErrorConstructor } from './errors.js'
 
@@ -40,10 +39,7 @@ export function plainObject (value: unknown, name: string, E?: RegistrationError
   return value
 }
 
-/**
- * Refuses a field the object does not know: `unknown option <prefix><key>`, or
- * `<where> has an unknown field "<key>"`.
- */
+/** Fails with `unknown option <prefix><key>`, or `<where> has an unknown field "<key>"`. */
 export function knownFields (
   value: Record<string, unknown>,
   known: ReadonlySet<string>,

@@ -1,12 +1,8 @@
 /**
- * mocapi's errors, in two tables.
- *
- * - Registration errors: a bad option or definition fails `register()` or `app.mcp.tool()` with a
- *   `TypeError` carrying an `FST_MOCAPI_*` code, Fastify's convention, and a message that names the
- *   bad value.
- * - Protocol errors: every `McpError` carries its JSON-RPC code and the HTTP status of the reply
- *   that carries it. The requestState family (see docs/decisions/0001-elicitation-by-replay.md)
- *   extends it.
+ * Registration errors: a bad option or definition fails `register()` or `app.mcp.tool()` with a TypeError coded
+ * `FST_MOCAPI_*` (Fastify's convention), its message naming the bad value. Protocol errors: an `McpError` carries its
+ * JSON-RPC code and its reply's HTTP status; the requestState family (docs/decisions/0001-elicitation-by-replay.md)
+ * extends it.
  */
 import createError from '@fastify/error'
 
@@ -22,16 +18,12 @@ export const InvalidKeyError = createError('FST_MOCAPI_INVALID_KEY', 'mocapi: %s
 export const InvalidSchemaError = createError('FST_MOCAPI_INVALID_SCHEMA', 'mocapi: %s is not a valid JSON Schema: %s', 500, TypeError)
 /** A `requestedSchema()` field is invalid. */
 export const InvalidRequestedSchemaError = createError('FST_MOCAPI_INVALID_REQUESTED_SCHEMA', '%s', 500, TypeError)
-/**
- * A handler called a `ctx` method with arguments it does not take: a TypeError the handler sees,
- * coded `FST_MOCAPI_INVALID_ARGUMENT`.
- */
+/** A handler called a `ctx` method with arguments it does not take: a TypeError coded `FST_MOCAPI_INVALID_ARGUMENT`. */
 export class InvalidArgumentError extends createError('FST_MOCAPI_INVALID_ARGUMENT', '%s', 500, TypeError) {
   // The handler sees the name it always saw, where a registration error is a FastifyError.
   override name = 'TypeError'
 }
 
-/** The constructor of a registration error: each makes a `TypeError` with its `FST_MOCAPI_*` code. */
 export type RegistrationErrorConstructor = new (message: string) => Error & { code: string }
 
 export const ErrorCode = {
@@ -148,9 +140,8 @@ const PART_NAMES: Record<LedgerMismatchPart, string> = {
 }
 
 /**
- * A replayed handler asked for different input at an ordinal the ledger already holds:
- * the handler broke the idempotency contract of `ctx.elicit`. The message says which part
- * differed, never the answers.
+ * A replayed handler asked for different input at an ordinal the ledger already holds, breaking the idempotency
+ * contract of `ctx.elicit`. The message says which part differed, never the answers.
  */
 export class ElicitationLedgerMismatchError extends McpError {
   /** The 1-based ordinal of the input request that differs. */

@@ -1,9 +1,4 @@
-/**
- * The JSON Schema compiler of one plugin registration: tool input and output schemas, prompt
- * arguments and elicitation answers all compile here, once, at registration or on first use.
- * Nothing is shared between registrations, so an `$id` never clashes across apps, and releasing
- * a schema (a tool removed, an answer schema evicted) frees its compiled validator.
- */
+/** One compiler per plugin registration, for tools, prompts and answers, so an `$id` never clashes across apps. */
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { InvalidSchemaError } from './errors.js'
@@ -14,13 +9,12 @@ export interface Validator {
   errors?: ErrorObject[] | null
 }
 
-/** A schema compiled and not yet released, with the validator handed out for it. */
 interface Live {
   readonly schema: object
-  /** The validator handed out: it calls `compiled`, which a new Ajv instance may replace. */
+  /** Calls `compiled`, which a new Ajv instance may replace. */
   readonly validate: Validator
   compiled: ValidateFunction
-  /** How many holders got `validate` (one schema object may serve several definitions). */
+  /** One schema object may serve several definitions. */
   holders: number
 }
 
@@ -42,7 +36,6 @@ export function describeErrors (root: string, errors: ErrorObject[] | null | und
   return `${root}${path} ${error.message as string}`
 }
 
-/** The first failure of a validation that failed, as its keyword and the path of the value at fault. */
 export function firstError (
   errors: ErrorObject[] | null | undefined
 ): { keyword: string, path: string[], params: Record<string, unknown>, message: string } {
@@ -57,8 +50,7 @@ export function firstError (
 
 function newInstance (): Ajv2020 {
   // ownProperties: a field named like an Object.prototype member is present only when given.
-  // addUsedSchema: false keeps a schema's $id out of the instance's registry, so a tool can be
-  // registered again after its removal, and two tools may share an $id.
+  // addUsedSchema: false keeps $ids out of the registry, so a removed tool can come back and two tools share an $id.
   const ajv = new Ajv2020({
     strict: false,
     allErrors: false,
@@ -71,12 +63,8 @@ function newInstance (): Ajv2020 {
 }
 
 /**
- * Ajv keeps every schema it compiled in its instance's code scope, removeSchema or not, so an app
- * that adds and removes tools, or whose handlers build requested schemas from data, would grow
- * without end (bench/README.md#ajv-recycling). So validators are handed out as wrappers, and once
- * an instance has released {@link RECYCLE_AFTER} schemas (or as many as are live, if more), the
- * live ones are compiled again on a fresh instance and the old one is let go. What a compiler
- * holds stays within the live schemas plus that many released ones.
+ * Ajv keeps every schema it compiled, removeSchema or not, so validators are wrappers and the live schemas move to a
+ * fresh instance after {@link RECYCLE_AFTER} releases, or as many as are live (bench/README.md#ajv-recycling).
  */
 export class SchemaCompiler {
   #ajv: Ajv2020 | undefined
@@ -89,7 +77,6 @@ export class SchemaCompiler {
     return this.#ajv
   }
 
-  /** Compiles a definition's JSON Schema; throws an InvalidSchemaError naming `where` when it is not one. */
   compile (schema: object, where: string): Validator {
     const live = this.#live.get(schema)
     if (live !== undefined) {
@@ -113,7 +100,7 @@ export class SchemaCompiler {
     return validate
   }
 
-  /** Releases a compiled schema (one holder of it): once none is left, its validator can be collected. */
+  /** Drops one holder; once none is left, its validator can be collected. */
   release (schema: object): void {
     const live = this.#live.get(schema)
     if (live === undefined || --live.holders > 0) return
@@ -121,12 +108,10 @@ export class SchemaCompiler {
     if (++this.#released >= Math.max(RECYCLE_AFTER, this.#live.size)) this.#recycle()
   }
 
-  /** Compiles the live schemas on a fresh instance, so the old one and all it kept can be collected. */
   #recycle (): void {
     const fresh = newInstance()
     for (const live of this.#live.values()) {
-      // A schema its owner changed after compiling it may no longer compile: its validator then
-      // keeps the code it has, and with it the old instance, until it is released too.
+      // A schema changed since may no longer compile: it keeps its old code, and the old instance, until released.
       try {
         live.compiled = fresh.compile(live.schema)
       } catch {

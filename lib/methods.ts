@@ -21,7 +21,7 @@ export interface Features {
   failures: Failures
 }
 
-/** How many of each kind are registered now. */
+/** Getters, so the one object stays current as items come and go. */
 export function registered (features: Features): Registered {
   const { tools, prompts, resources } = features
   return {

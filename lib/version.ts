@@ -1,9 +1,6 @@
 import { readFileSync } from 'node:fs'
 
-/**
- * The version in mocapi's package.json, looked for beside `from`'s folder and one above:
- * `lib/` runs from source, `dist/lib/` from an install.
- */
+/** Looks beside `from`'s folder and one above: `lib/` runs from source, `dist/lib/` from an install. */
 export function readVersion (from: string | URL = import.meta.url): string {
   for (const relative of ['../package.json', '../../package.json']) {
     try {
@@ -14,5 +11,4 @@ export function readVersion (from: string | URL = import.meta.url): string {
   return '0.0.0'
 }
 
-/** The version of mocapi, as its package.json says. */
 export const MOCAPI_VERSION = readVersion()

@@ -1,10 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { BusEvent, NotificationBus } from './bus.js'
 
-/**
- * How long the bus may take to come up before the operator is told (and the server starts without
- * it), and how often after.
- */
+/** After `late` ms the server starts without the bus and the operator is told, then again every `nag` ms. */
 const BUS_TIMING = { late: 2_000, nag: 30_000 }
 /** At most one line per this long about changes the bus failed to carry. */
 const BUS_FAILURE_LOG_MS = 10_000
@@ -12,12 +9,8 @@ const BUS_FAILURE_LOG_MS = 10_000
 function noop (): void {}
 
 /**
- * The plugin's side of a notification bus. Subscribing happens in the background, so a bus that
- * is down (Redis during an outage) never keeps the server from starting: what does not need the
- * bus (tools/call) is served meanwhile, and the operator is told at error level until it is up.
- * A bus that goes down later (its `watch` says so) is logged once at error, and once at warn when
- * it is back; whenever it starts delivering after it did not, the streams are caught up (`resumed`).
- * Changes the bus fails to carry are counted and logged, at most once per interval.
+ * The plugin's side of a bus. It subscribes in the background, so a down bus never keeps the server from starting
+ * (what needs no bus is served meanwhile); whenever it delivers again, the streams are caught up (`resumed`).
  */
 export class BusLink {
   readonly #bus: NotificationBus
@@ -40,20 +33,15 @@ export class BusLink {
     this.#timing = timing
   }
 
-  /** Whether the bus delivers to this node. */
   get up (): boolean {
     return this.#up
   }
 
-  /** How many changes the bus failed to carry. */
   get failed (): number {
     return this.#failed
   }
 
-  /**
-   * Resolves once the bus delivers, or once `timing.late` ms have passed, whichever is first: the
-   * server waits that long at startup for a bus that is coming up, and no longer.
-   */
+  /** Resolves once the bus delivers or `timing.late` ms pass: startup waits that long for the bus, no longer. */
   ready (): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, this.#timing.late)
@@ -75,12 +63,7 @@ export class BusLink {
     return (this.#bus.send as NonNullable<NotificationBus['send']>)(node, message)
   }
 
-  /**
-   * Starts delivering the bus's events to `deliver`, and the messages sent to `receiver.node`
-   * to `receiver.listener` when the bus routes them, in the background. `resumed` runs each time
-   * the bus delivers again after it did not (it came up late, or back after an outage): events
-   * published meanwhile were lost.
-   */
+  /** Subscribes in the background; `resumed` runs whenever the bus delivers again, as events meanwhile were lost. */
   attach (
     deliver: (event: BusEvent) => void,
     receiver?: { node: string, listener: (message: object) => void },
@@ -122,10 +105,7 @@ export class BusLink {
     this.#nag.unref()
   }
 
-  /**
-   * The bus went down or is back. Logged once each way: a bus retrying its connection reports
-   * every attempt, and the operator needs to hear of the outage, not of each attempt.
-   */
+  /** Logged once each way: a retrying bus reports every attempt, and the operator needs to hear of the outage only. */
   #changed (state: 'down' | 'up', cause: unknown, resumed: () => void): void {
     if (state === 'down') {
       if (this.#downSince !== undefined) return

@@ -1,4 +1,3 @@
-/** The bus that carries events between the nodes of a deployment, and the in-process one. */
 import type { ChangeEvent } from '../features/subscriptions.js'
 import type { SessionEvent } from '../legacy/hub.js'
 
@@ -6,10 +5,9 @@ import type { SessionEvent } from '../legacy/hub.js'
 export type BusEvent = ChangeEvent | SessionEvent
 
 /**
- * Carries events between the nodes of a deployment. The default is in-process; a shared bus
- * (Redis pub/sub, say) lets a change announced on one node reach listeners on all. A bus that
- * also has `send` and `receive` carries the answers of 2025-era clients to the node that waits
- * for them, whichever node they reached. Events are plain JSON; a bus passes them on as they are.
+ * Carries events between the nodes of a deployment. The default is in-process; a shared bus (Redis pub/sub, say)
+ * lets a change announced on one node reach listeners on all, and with `send` and `receive` carries 2025-era
+ * clients' answers to the node that waits for them. Events are plain JSON; a bus passes them on as they are.
  */
 export interface NotificationBus {
   /** Announces an event to every node's listeners. */
@@ -21,11 +19,10 @@ export interface NotificationBus {
   /** Receives the messages sent to `node`; returns the function that stops it. */
   receive? (node: string, listener: (message: object) => void): (() => void) | Promise<() => void>
   /**
-   * Tells `listener` when the bus stops carrying events between nodes (`'down'`, with the error
-   * that said so) and when it carries them again (`'up'`): once per change, and only after the bus
-   * first delivered. Returns the function that stops it. Events published while down are lost, so
-   * mocapi logs both changes, and on `'up'` tells its open streams of every change they listen to.
-   * A bus that cannot go down (the in-process one) leaves it out.
+   * Tells `listener` when the bus stops carrying events (`'down'`, with the error that said so) and carries them
+   * again (`'up'`): once per change, only after it first delivered; returns the function that stops it. Events
+   * published while down are lost, so mocapi logs both changes and, on `'up'`, tells its open streams of every
+   * change they listen to. A bus that cannot go down (the in-process one) leaves it out.
    */
   watch? (listener: (state: 'down' | 'up', cause?: unknown) => void): () => void
   /** Releases the bus's resources when the server closes. */
@@ -33,8 +30,8 @@ export interface NotificationBus {
 }
 
 /**
- * The in-process bus: an event reaches the listeners of this process only. Apps that share one
- * instance behave as the nodes of one deployment (tests of cross-node flows use this).
+ * The in-process bus: an event reaches this process's listeners only. Apps that share one instance behave as the
+ * nodes of one deployment (tests of cross-node flows use this).
  */
 export class InProcessBus implements NotificationBus {
   readonly #listeners = new Set<(event: BusEvent) => void>()

@@ -24,28 +24,20 @@ export interface RedisBusOptions {
   url?: string
   /** The pub/sub channel shared by every node of the deployment. Default `'mocapi:changes'`. */
   channel?: string
-  /**
-   * A redis client to take the connection settings from. The bus never uses it: it opens its
-   * own two connections with `client.duplicate()`, and closing the bus leaves `client` alone.
-   */
+  /** A redis client whose settings the bus copies into two connections of its own (`duplicate()`); never closed. */
   client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisConnection }
   /**
-   * Told of connection errors (node-redis keeps reconnecting after them, each attempt an error) and
-   * of errors thrown by a listener. Default: ignored, so a Redis outage never crashes the process.
-   * mocapi logs the outage itself, once when the bus goes down and once when it is back (see
-   * `watch`), and the events it could not carry.
+   * Told of connection errors (node-redis keeps reconnecting, each attempt an error) and of listeners' errors.
+   * Default: ignored, so an outage never crashes the process; mocapi logs the outage (see `watch`) and lost events.
    */
   onError?: (error: unknown) => void
-  /**
-   * Events that may wait for Redis at once, while it is down; past it, an event is dropped (its
-   * publish rejects, and `dropped` counts it) rather than held without bound. Default 1000.
-   */
+  /** Events that may wait for a down Redis; past it, publish rejects and `dropped` counts the event. Default 1000. */
   maxPending?: number
 }
 
 const LIST_KINDS = new Set(['tools', 'prompts', 'resources'])
 
-/** The event a message carries, as a fresh object of its known fields; `undefined` when it is none. */
+/** A fresh object of the event's known fields only; `undefined` when the message is none. */
 function parseEvent (message: string): BusEvent | undefined {
   let value: unknown
   try {
@@ -71,19 +63,15 @@ function parseEvent (message: string): BusEvent | undefined {
 function ignore (): void {}
 
 /**
- * A {@link NotificationBus} over Redis pub/sub: an event announced on one node reaches the
- * listeners of every node publishing on the same channel, the announcing node included (its own
- * events come back through Redis, once). Messages sent to one node go on a channel of that node's
- * own (`<channel>:node:<node>`); Redis says how many received each, so a message for a node that
- * is gone is known at once.
+ * A {@link NotificationBus} over Redis pub/sub: an event reaches the listeners of every node on the same channel,
+ * its own node's included (once, through Redis). A message for one node goes on `<channel>:node:<node>`, and
+ * Redis's receiver count tells at once when that node is gone.
  *
- * It owns two connections, a publisher and a subscriber, opened on first use. With node-redis's
- * default reconnect strategy a server that is down delays that first use until it is back; the
- * errors meanwhile go to `onError`, and at most `maxPending` events wait. Once connected, an
- * event published while Redis is unreachable fails at once instead of queueing. A client whose
- * reconnect strategy gives up makes the bus fail for good: every later call rejects with that error.
- * Once connected, the bus is down from the first error or end of either connection to the moment
- * both are ready again (node-redis subscribes again before then), and `watch` tells of each change.
+ * Its publisher and subscriber connections open on first use, which a down server delays until it is back (with
+ * node-redis's default reconnect strategy), errors going to `onError` and at most `maxPending` events waiting.
+ * Once connected, a publish while Redis is unreachable fails at once instead of queueing, and the bus is down from
+ * either connection's first error or end until both are ready (and resubscribed) again; `watch` tells of each change.
+ * A reconnect strategy that gives up fails the bus for good: every later call rejects with its error.
  *
  * ```ts
  * import { RedisBus } from 'mocapi/redis'
@@ -136,7 +124,6 @@ export class RedisBus implements NotificationBus {
     return () => { this.#watchers.delete(listener) }
   }
 
-  /** After an event of either connection: tells the watchers when whether both are ready changed. */
   #check (cause: unknown): void {
     if (this.#delivering === undefined || this.#closed) return
     const delivering = this.#publisher.isReady && this.#subscriber.isReady
@@ -207,7 +194,6 @@ export class RedisBus implements NotificationBus {
     await Promise.all(connections.map((connection) => connection.isReady ? connection.close() : connection.destroy()))
   }
 
-  /** Runs a publisher command once connected, within the bound on commands waiting. */
   async #command (run: (publisher: RedisConnection) => Promise<unknown>): Promise<unknown> {
     if (this.#pending >= this.#maxPending) {
       this.#dropped++

@@ -3,29 +3,22 @@ import type { McpContext } from '../context.js'
 import { DuplicateDefinitionError, InvalidDefinitionError } from '../errors.js'
 
 /**
- * Decides whether the caller may see and use a tool, prompt or resource. Hidden means absent:
- * it is left out of lists and answered exactly like one that does not exist. A check that
- * throws hides the item (fail closed).
+ * Decides whether the caller may see and use a tool, prompt or resource. Hidden means absent: left out of lists and
+ * answered exactly like one that does not exist. A check that throws hides the item (fail closed). Lists run every
+ * check, so a check also runs for items the request does not name: keep it free of side effects.
  *
- * Time: a request that names an item runs that item's check. So that one naming nothing is not
- * told apart by being faster, while some item of the kind has a check, it runs the first such
- * check (in registration order), `ctx` unchanged, and drops its answer (a throw is not logged).
- * That evens the two out when the checks of a kind cost alike, as one shared lookup does; checks
- * that cost differently per item still tell them apart, and mocapi cannot know what a check
- * costs. Where it matters, do the slow part once per request before mocapi runs (an `onRequest`
- * or `preHandler` hook that loads the caller's grants onto the request, which every request
- * pays, whatever it names), and keep checks synchronous reads of it. A check can also be called
- * for an item the request does not name (lists run every check), so keep it free of side effects.
+ * Time: so that a request naming nothing is not told apart by being faster, while some item of the kind has a check
+ * it runs the first such check (registration order, `ctx` unchanged) and drops its answer (a throw is not logged).
+ * That evens them out only when a kind's checks cost alike; mocapi cannot know what a check costs. Where it matters,
+ * load the caller's grants once per request in an `onRequest` or `preHandler` hook, and keep checks synchronous reads.
  */
 export type AccessCheck = (ctx: McpContext) => boolean | Promise<boolean>
 
-/** What every catalogued item has: its listed form and an optional access check. */
 export interface Entry<L> {
   listed: L
   canAccess: AccessCheck | undefined
 }
 
-/** Whether `ctx`'s caller may see the entry. */
 export async function allowed (entry: Entry<unknown>, ctx: McpContext): Promise<boolean> {
   if (entry.canAccess === undefined) return true
   try {
@@ -36,27 +29,21 @@ export async function allowed (entry: Entry<unknown>, ctx: McpContext): Promise<
   }
 }
 
-/**
- * Registered items of one kind, keyed by name or URI, in registration order. Lists are
- * computed once per change, unless an item has an access check: then per caller. Tools and
- * prompts extend it; resources keep two, one for resources and one for templates.
- */
+/** Items of one kind by name or URI; the list is cached per change unless some item has a check, then per caller. */
 export class Catalog<L, E extends Entry<L>> {
   readonly #entries = new Map<string, E>()
   #listed: L[] | undefined
-  /** The items with an access check, in registration order. */
+  /** In registration order: {@link absent} runs the first. */
   readonly #guarded = new Set<E>()
 
   get size (): number {
     return this.#entries.size
   }
 
-  /** True when some item has an access check, so lists vary by caller. */
   get varies (): boolean {
     return this.#guarded.size > 0
   }
 
-  /** Checks what every new item needs: a key not taken, only known fields, a handler function. */
   checkNew (
     key: string,
     where: string,
@@ -69,7 +56,7 @@ export class Catalog<L, E extends Entry<L>> {
     if (typeof handler !== 'function') throw new InvalidDefinitionError(`${where} needs a handler function`)
   }
 
-  /** The item under `key`, whoever asks. */
+  /** Skips access checks: {@link find} is for a caller. */
   entry (key: string): E | undefined {
     return this.#entries.get(key)
   }
@@ -78,14 +65,14 @@ export class Catalog<L, E extends Entry<L>> {
     return this.#entries.values()
   }
 
-  /** Stores a checked item; a kind's own `add` checks the definition first. */
+  /** Checks nothing: a kind's own `add` checks the definition first. */
   put (key: string, entry: E): void {
     this.#entries.set(key, entry)
     if (entry.canAccess !== undefined) this.#guarded.add(entry)
     this.#listed = undefined
   }
 
-  /** Removes an item; returns it, so its kind can release what it holds. */
+  /** Returns the item, so its kind can release what it holds. */
   remove (key: string): E | undefined {
     const entry = this.#entries.get(key)
     if (entry === undefined) return undefined
@@ -95,13 +82,12 @@ export class Catalog<L, E extends Entry<L>> {
     return entry
   }
 
-  /** Every item's listed form, whoever asks. */
+  /** Skips access checks. */
   list (): L[] {
     this.#listed ??= [...this.#entries.values()].map((entry) => entry.listed)
     return this.#listed
   }
 
-  /** The listed forms `ctx`'s caller may see. */
   async visible (ctx: McpContext): Promise<L[]> {
     if (this.#guarded.size === 0) return this.list()
     const shown: L[] = []
@@ -112,10 +98,8 @@ export class Catalog<L, E extends Entry<L>> {
   }
 
   /**
-   * The item, when it exists and `ctx`'s caller may see it. Synchronous for an item without an
-   * access check, so the common call pays no extra promise tick. A key that names nothing waits
-   * for {@link absent}, so it costs what a hidden item does; `evenly: false` skips that, for a
-   * check whose time no caller measures (whether a listen stream hears of a change).
+   * Synchronous without a check, so the common call pays no promise tick. A missing key waits for {@link absent};
+   * `evenly: false` skips that where no caller can time it (whether a listen stream hears of a change).
    */
   find (key: string, ctx: McpContext, evenly = true): E | undefined | Promise<E | undefined> {
     const entry = this.#entries.get(key)
@@ -124,11 +108,7 @@ export class Catalog<L, E extends Entry<L>> {
     return allowed(entry, ctx).then((ok) => ok ? entry : undefined)
   }
 
-  /**
-   * What a request that names no item of this kind waits for, so that it takes as long as one
-   * naming a hidden item: the first access check of the kind, its answer dropped and a throw
-   * unlogged (see {@link AccessCheck}). Nothing when no item has a check.
-   */
+  /** Runs the kind's first check and drops its answer, so a missing item costs what a hidden one does. */
   async absent (ctx: McpContext): Promise<undefined> {
     const stand = this.#guarded.values().next().value
     if (stand === undefined) return undefined
@@ -146,7 +126,6 @@ export function listedForm<T extends object> (definition: T): T {
   return listed as T
 }
 
-/** Checks an optional `canAccess` field. */
 export function accessCheck (value: unknown, where: string): AccessCheck | undefined {
   return optionalFunction<AccessCheck>(value, `${where} canAccess`, InvalidDefinitionError)
 }

@@ -29,7 +29,6 @@ export function toCompleter (source: CompletionSource | undefined, where: string
   }
 }
 
-/** Runs a completer and shapes `completion/complete`'s result: at most 100 values, with total and hasMore. */
 export async function complete (
   completer: Completer | undefined,
   value: string,

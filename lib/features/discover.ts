@@ -1,7 +1,6 @@
 import type { ResolvedOptions } from '../options.js'
 import type { JsonObject } from '../protocol/wire.js'
 
-/** How many of each kind are registered now. */
 export interface Registered {
   readonly tools: number
   readonly prompts: number
@@ -20,7 +19,6 @@ export function capabilities (registered: Registered): JsonObject {
   return caps
 }
 
-/** The `server/discover` result. */
 export function discover (options: ResolvedOptions, registered: Registered): JsonObject {
   const result: JsonObject = {
     supportedVersions: options.supportedVersions,

@@ -11,11 +11,7 @@ export function messageOf (error: unknown): string {
   }
 }
 
-/**
- * What becomes of a handler that throws: the operator sees it at error level, with the handler
- * named; the client sees the error's message, or a generic one when the server keeps its errors
- * to itself (`errors: 'generic'`).
- */
+/** The operator sees a handler's throw in full; the client sees its message, or a generic one (`errors: 'generic'`). */
 export class Failures {
   readonly #expose: boolean
 
@@ -23,10 +19,7 @@ export class Failures {
     this.#expose = expose
   }
 
-  /**
-   * Logs a handler's failure and returns the text the client is told. A handler that gave up
-   * because its call was aborted (the client left, the server is closing) is routine: info level.
-   */
+  /** Returns the client's text. Giving up on an aborted call (client left, server closing) is routine: info level. */
   handlerFailed (ctx: McpContext, label: string, error: unknown): string {
     if (error instanceof Error && error.name === 'AbortError' && ctx.signal.aborted) {
       ctx.logger.info({ mcp: { method: ctx.method, handler: label, reason: error.message } }, `mocapi: ${label} stopped, its call aborted`)

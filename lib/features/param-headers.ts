@@ -1,8 +1,6 @@
 /**
- * Custom parameter headers (SEP-2243): a property of a tool's `inputSchema` annotated with
- * `x-mcp-header: "Region"` is mirrored by 2026-07-28 clients into an `Mcp-Param-Region` header,
- * so intermediaries can route on it without reading the body. The server checks the header
- * against the body and refuses any difference: 400, -32020.
+ * SEP-2243: clients mirror an `inputSchema` property annotated `x-mcp-header: "Region"` into `Mcp-Param-Region`, so
+ * intermediaries can route without reading the body; the server refuses any difference from the body (400, -32020).
  */
 import type { IncomingHttpHeaders } from 'node:http'
 import { describe, isPlainObject } from '../check.js'
@@ -27,21 +25,20 @@ const INTEGER = /^(-?)0*([0-9]{1,16})(?:\.0+)?$/
 type ParamType = 'string' | 'integer' | 'boolean'
 
 interface Param {
-  /** Property names from the root of the arguments. */
   path: string[]
-  /** The header as Node names it: `mcp-param-region`. */
+  /** As Node names it: `mcp-param-region`. */
   header: string
-  /** The header as errors name it: `Mcp-Param-Region`. */
+  /** As errors name it: `Mcp-Param-Region`. */
   label: string
-  /** The argument as errors name it: `arguments.region`. */
+  /** As errors name it: `arguments.region`. */
   argument: string
   type: ParamType
 }
 
 interface Found {
-  /** Where in the schema, for registration errors: `inputSchema.properties.region`. */
+  /** For registration errors: `inputSchema.properties.region`. */
   at: string
-  /** The property path, when reached through `properties` alone from the root. */
+  /** Set only when reached from the root through `properties` alone. */
   chain: string[] | undefined
   schema: Record<string, unknown>
 }
@@ -115,12 +112,7 @@ export class ParamHeaders {
     this.#params = params
   }
 
-  /**
-   * Reads the `x-mcp-header` annotations of an input schema; undefined when there are none.
-   * Throws an InvalidDefinitionError naming `where` and the property for any annotation the
-   * spec does not allow: not a token, repeated, on a type other than string, integer or
-   * boolean, or on a schema not reached from the root through `properties` alone.
-   */
+  /** Undefined without annotations; any annotation the spec does not allow throws an InvalidDefinitionError. */
   static compile (inputSchema: JsonObject, where: string): ParamHeaders | undefined {
     const walk = new Walk(where)
     walk.visit(inputSchema, 'inputSchema', [], 0)
@@ -153,11 +145,7 @@ export class ParamHeaders {
     return new ParamHeaders(params)
   }
 
-  /**
-   * Checks each `Mcp-Param-*` header against its argument: a value that is present needs its
-   * header, decoded equal to it; an argument absent or null needs the header absent. An argument
-   * of the wrong type is left to the input schema, which refuses it next and names it.
-   */
+  /** A present argument needs its header, decoded equal to it; an absent or null one needs the header absent. */
   check (headers: IncomingHttpHeaders, args: JsonObject): void {
     for (const param of this.#params) {
       const value = argumentAt(args, param.path)
@@ -166,6 +154,7 @@ export class ParamHeaders {
         if (raw !== undefined) throw headerMismatch(`Header mismatch: the ${param.label} header is sent but ${param.argument} has no value`)
         continue
       }
+      // The input schema refuses a wrong type next, and names it.
       if (!fits(value, param.type)) continue
       if (raw === undefined) throw headerMismatch(`Header mismatch: the ${param.label} header is required, since ${param.argument} has a value`)
       const text = decodeHeaderValue(raw)

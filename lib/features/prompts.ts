@@ -27,10 +27,7 @@ export interface PromptDefinition {
   arguments?: PromptArgument[]
   icons?: JsonObject[]
   _meta?: JsonObject
-  /**
-   * Whether the caller may see and get the prompt; hidden prompts answer like absent ones, in time
-   * too as far as {@link AccessCheck} says. Not listed.
-   */
+  /** Whether the caller may see and get it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
   canAccess?: AccessCheck
 }
 
@@ -59,7 +56,6 @@ interface Prompt extends Entry<PromptDefinition> {
   handler: PromptHandler
   /** How logs and errors name it, made once: `prompt <name>`. */
   label: string
-  /** The JSON Schema of its arguments: strings, the declared ones only, the required ones present. */
   argumentsSchema: JsonObject
   validateArguments: Validator
   completers: Map<string, Completer>
@@ -85,7 +81,6 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     this.#failures = failures
   }
 
-  /** Registers a prompt; throws a registration error naming the bad field. */
   add (definition: PromptDefinition, handler: PromptHandler): void {
     plainObject(definition, 'a prompt definition', InvalidDefinitionError)
     const name = definition.name
@@ -121,7 +116,6 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     })
   }
 
-  /** Removes a prompt and releases its compiled arguments schema. */
   delete (name: string): boolean {
     const prompt = this.remove(name)
     if (prompt === undefined) return false
@@ -136,7 +130,6 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     return prompt.completers.get(argument)
   }
 
-  /** Runs `prompts/get` through the replay engine. */
   async get (ctx: McpContext): Promise<GetPromptResult | InputRequiredResult> {
     const name = ctx.params.name as string
     const prompt = await this.find(name, ctx)

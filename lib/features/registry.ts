@@ -6,11 +6,7 @@ import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent,
 /** `tool`'s `Args` when it is neither given nor taken from the handler's annotation. */
 interface Unannotated { readonly '~mocapi.unannotated': true }
 
-/**
- * The arguments of a tool's handler: those a literal or TypeBox inputSchema types (an annotation
- * on the handler must accept them); else `Args`, given (`tool<Args>`) or taken from the handler's
- * annotation; else `Record<string, any>`.
- */
+/** What a literal or TypeBox inputSchema types; else `Args`, given or annotated; else `Record<string, any>`. */
 type HandlerArguments<Definition, Args> = [Args] extends [Unannotated]
   ? ToolArguments<Definition>
   : TypedBySchema<Definition> extends true ? ToolArguments<Definition> : Args
@@ -18,10 +14,7 @@ type HandlerArguments<Definition, Args> = [Args] extends [Unannotated]
 /** Fields a tool definition does not have, refused as a plain `ToolDefinition` annotation would refuse them. */
 type UnknownFields<Definition> = { [Key in Exclude<keyof Definition, keyof ToolDefinition>]: never }
 
-/**
- * `app.mcp`: registers what the server offers. Tools, prompts and resources may be added
- * and removed at any time; listeners of `subscriptions/listen` are told of each change.
- */
+/** `app.mcp`: add and remove tools, prompts and resources at any time; `subscriptions/listen` hears of each change. */
 export class McpRegistry {
   readonly #tools: Tools
   readonly #prompts: Prompts
@@ -39,13 +32,12 @@ export class McpRegistry {
   }
 
   /**
-   * Registers a tool. The handler runs from the top on every input-required round, so code
-   * before its last `ctx.elicit()` must be idempotent (see `ctx.elicit`).
+   * Registers a tool. The handler runs from the top on every input-required round, so code before its last
+   * `ctx.elicit()` must be idempotent (see `ctx.elicit`).
    *
-   * The handler's arguments are typed from a literal or TypeBox `inputSchema` (see `ToolArguments`),
-   * and what it returns from a literal or TypeBox `outputSchema` (see `ToolReturn`), as Fastify's
-   * type providers type `request.body`; an annotation on the handler must then accept what the
-   * schema lets through. `tool<Args>(…)` types the arguments explicitly instead, and so does an
+   * Arguments are typed from a literal or TypeBox `inputSchema` (see `ToolArguments`) and the return from a literal
+   * or TypeBox `outputSchema` (see `ToolReturn`), as Fastify's type providers type `request.body`; a handler
+   * annotation must accept what the schema lets through. `tool<Args>(…)` types the arguments instead, as does an
    * annotation when TypeScript cannot read the inputSchema (one built at run time).
    */
   tool<Args = Unannotated, const Definition extends ToolDefinition = ToolDefinition> (

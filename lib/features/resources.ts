@@ -21,10 +21,7 @@ export interface ResourceDefinition {
   _meta?: JsonObject
   /** Caching hints of its `resources/read` result; default the `cache.resources` option. Not listed. */
   cache?: CacheHint
-  /**
-   * Whether the caller may see and read the resource; hidden ones answer like absent ones, in time
-   * too as far as {@link AccessCheck} says. Not listed.
-   */
+  /** Whether the caller may see and read it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
   canAccess?: AccessCheck
 }
 
@@ -80,23 +77,18 @@ interface Template extends Readable, Entry<ResourceTemplateDefinition> {
 const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeType', 'size', 'annotations', 'icons', '_meta', 'cache', 'canAccess'])
 const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache', 'canAccess'])
 
-/** Settings the resources of one server share. */
 export interface ResourceSettings {
-  /** Caching hints of a read whose resource sets none. */
+  /** For a read whose resource sets none. */
   cache: Required<CacheHint>
-  /** Longest URI read, in characters. */
+  /** In characters. */
   maxUriLength: number
 }
 
-/**
- * Refuses a request's URI past `limits.uriLength` (-32602): what a client names is bounded before
- * it is matched or kept.
- */
+/** -32602 past `limits.uriLength`, so what a client names is bounded before it is matched or kept. */
 export function checkUriLength (uri: string, max: number): void {
   if (uri.length > max) throw invalidParams(`params.uri is longer than ${max} characters`)
 }
 
-/** The resources and resource templates of one server. */
 export class Resources {
   readonly #resources = new Catalog<ResourceDefinition, Resource>()
   readonly #templates = new Catalog<ResourceTemplateDefinition, Template>()
@@ -118,16 +110,12 @@ export class Resources {
     return this.#templates.size
   }
 
-  /**
-   * The caching hint of a read: the item's own, else the server's; private whenever who may read
-   * it depends on the caller.
-   */
+  /** Private whenever who may read it depends on the caller. */
   #cacheOf (cache: unknown, where: string, guarded: boolean): Required<CacheHint> {
     const hint = cacheHint(cache, `${where} cache`, this.#settings.cache, InvalidDefinitionError)
     return guarded ? { ttlMs: hint.ttlMs, cacheScope: 'private' } : hint
   }
 
-  /** Registers a resource at a fixed URI. */
   add (definition: ResourceDefinition, handler: ResourceHandler): void {
     plainObject(definition, 'a resource definition', InvalidDefinitionError)
     const { uri, name } = definition
@@ -147,7 +135,6 @@ export class Resources {
     })
   }
 
-  /** Registers a resource template. */
   addTemplate (definition: ResourceTemplateDefinition, handler: ResourceTemplateHandler): void {
     plainObject(definition, 'a resource template definition', InvalidDefinitionError)
     const { uriTemplate, name } = definition
@@ -191,7 +178,6 @@ export class Resources {
     return this.#templates.list()
   }
 
-  /** True when some resource or template has an access check, so lists vary by caller. */
   get varies (): boolean {
     return this.#resources.varies || this.#templates.varies
   }
@@ -204,7 +190,6 @@ export class Resources {
     return this.#templates.visible(ctx)
   }
 
-  /** The completer of one template variable, when the caller may see the template; -32602 otherwise. */
   async completer (uriTemplate: string, variable: string, ctx: McpContext): Promise<Completer | undefined> {
     const template = await this.#templates.find(uriTemplate, ctx)
     if (template === undefined) throw invalidParams(`Unknown resource template: ${uriTemplate}`)
@@ -212,10 +197,8 @@ export class Resources {
   }
 
   /**
-   * What serves `uri` for `ctx`'s caller: the fixed resource, else the first template that
-   * matches; a hidden one is passed over exactly as an absent one is. `evenly` (a request's
-   * read): a URI without a fixed resource, or that no guarded template matches, also waits for
-   * one check of that kind, as a hidden one does (see `Catalog.absent`).
+   * The fixed resource, else the first matching template; hidden ones are passed over as absent ones. With `evenly`
+   * (a request's read), a kind that ran no check for `uri` runs one (`Catalog.absent`), as a hidden item would.
    */
   async resolve (
     uri: string,
@@ -238,10 +221,7 @@ export class Resources {
     return undefined
   }
 
-  /**
-   * Whether callers may see the resource at `uri`, exactly when `resources/read` would serve it:
-   * one answer for all when no resource checks access, else a check per caller.
-   */
+  /** Whether a caller may see `uri`, exactly when a read would serve it: a boolean unless some item checks access. */
   visibility = (uri: string): boolean | ((ctx: McpContext) => Promise<boolean>) => {
     if (this.varies) return async (ctx) => (await this.resolve(uri, ctx, false)) !== undefined
     if (this.#resources.entry(uri) !== undefined) return true
@@ -249,7 +229,6 @@ export class Resources {
     return false
   }
 
-  /** Runs `resources/read`: a fixed resource first, then the first template that matches. */
   async read (ctx: McpContext): Promise<JsonObject | InputRequiredResult> {
     const uri = ctx.params.uri as string
     checkUriLength(uri, this.#settings.maxUriLength)

@@ -19,7 +19,6 @@ export const LIST_CHANGED: Readonly<Record<ListKind, string>> = {
   resources: 'notifications/resources/list_changed',
 }
 
-/** Bounds on open streams and their filters. */
 export interface StreamLimits {
   /** Streams open in this process. */
   streams: number
@@ -31,32 +30,24 @@ export interface StreamLimits {
   uriLength: number
 }
 
-/**
- * Whether the caller of `ctx` may see the resource at a URI: exactly when `resources/read` would
- * serve it. Uniform (a boolean) when no resource checks access; per caller otherwise.
- */
+/** Whether a caller may see a URI, exactly when a read would serve it: a boolean unless some item checks access. */
 export type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
 
-/**
- * Whom a stream or a waiting 2025-era call counts against in the per-caller limits: its principal,
- * or its client's address when anonymous (a session is free to make, so it would bound nothing).
- */
+/** Anonymous callers count by address, not session: a session is free to make, so it would bound nothing. */
 export function callerOf (ctx: McpContext): string {
   return ctx.principal === null ? `address:${ctx.request.ip}` : `principal:${ctx.principal}`
 }
 
-/** An open stream: what it wants to hear of, and how to tell it. */
 export interface Listener {
   readonly ctx: McpContext
   readonly lists: ReadonlySet<ListKind>
   readonly uris: Set<string>
-  /** Writes one change to the stream. */
   notify (event: ChangeEvent): void
-  /** Ends the stream; called once, by the client leaving or the server closing. */
+  /** Called once, by the client leaving or the server closing. */
   end (): void
 }
 
-/** Checks and reads a `subscriptions/listen` filter; the dispatcher made sure it is an object. */
+/** The dispatcher already made sure `value` is an object. */
 function readFilter (value: JsonObject, limits: StreamLimits): { lists: Set<ListKind>, uris: Set<string> } {
   const lists = new Set<ListKind>()
   const uris = new Set<string>()
@@ -80,10 +71,8 @@ function readFilter (value: JsonObject, limits: StreamLimits): { lists: Set<List
 }
 
 /**
- * The open change streams of this process: `subscriptions/listen` streams, and the GET streams of
- * 2025-era sessions. A change reaches only the streams that asked for it, found through an index
- * (by list kind, by URI) rather than by scanning every filter; a resource update reaches a stream
- * only when its caller may read that resource. Streams are bounded per process and per caller.
+ * This process's listen streams and 2025-era GET streams, indexed by list kind and URI so a change scans no filter;
+ * a resource update reaches only callers that may read it.
  */
 export class Subscriptions {
   readonly #limits: StreamLimits
@@ -98,7 +87,6 @@ export class Subscriptions {
     this.#visibility = visibility
   }
 
-  /** Delivers a change to the streams that asked for it. */
   deliver (event: ChangeEvent): void {
     if (event.kind !== 'resource') {
       for (const listener of this.#byList[event.kind]) listener.notify(event)
@@ -119,17 +107,13 @@ export class Subscriptions {
     }
   }
 
-  /**
-   * Tells every open stream of each change its filter covers, as if all had happened: each list it
-   * listens to changed, and each resource it subscribed to (and may read) was updated. For when the
-   * bus was down, and changes made meanwhile reached no stream: a client re-reads what it hears of.
-   */
+  /** After a bus outage, whose changes reached no stream: tells every stream of all its filter covers, to re-read. */
   catchUp (): void {
     for (const kind of LIST_KINDS) this.deliver({ kind })
     for (const uri of this.#byUri.keys()) this.deliver({ kind: 'resource', uri })
   }
 
-  /** Opens a stream, refusing it past the limits; `listener.end` runs once it is closed. */
+  /** Refuses a stream past the limits (429, 503); the function returned closes it, once. */
   open (listener: Listener): () => void {
     const caller = callerOf(listener.ctx)
     const count = this.#perCaller.get(caller) ?? 0
@@ -177,10 +161,7 @@ export class Subscriptions {
       listener.uris.size >= this.#limits.subscriptionUris
   }
 
-  /**
-   * Adds a URI to an open stream's subscriptions (a 2025-era `resources/subscribe`), within the
-   * limit: false when the stream refuses it. A stream that has it, or has ended, takes it as done.
-   */
+  /** A 2025-era `resources/subscribe`: false when refused; a stream that has the URI, or ended, takes it as done. */
   subscribe (listener: Listener, uri: string): boolean {
     if (this.refuses(listener, uri)) return false
     if (this.#listeners.has(listener) && !listener.uris.has(uri)) {
@@ -190,17 +171,12 @@ export class Subscriptions {
     return true
   }
 
-  /** Takes a URI out of an open stream's subscriptions. */
   unsubscribe (listener: Listener, uri: string): void {
     if (!this.#listeners.has(listener) || !listener.uris.delete(uri)) return
     this.#unindex(uri, listener)
   }
 
-  /**
-   * Streams changes to the stream of `ctx` until its client goes away, the stream is cut off, or
-   * the server closes: each change is written as `format` makes it. `ended` resolves once it
-   * ended; throws (a 429 or a 503) when the limits refuse it.
-   */
+  /** `ended` resolves once the client leaves, the stream is cut off or the server closes; 429/503 past the limits. */
   stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string> }, format: (event: ChangeEvent) => object,
     stream: NotificationStream = ctx[kCallState].stream): { listener: Listener, ended: Promise<void> } {
     let settle!: () => void
@@ -223,7 +199,6 @@ export class Subscriptions {
     return { listener, ended }
   }
 
-  /** Serves one `subscriptions/listen` request until the client goes away or the server closes. */
   async listen (ctx: McpContext): Promise<JsonObject> {
     const filter = readFilter(ctx.params.notifications as JsonObject, this.#limits)
     const meta = { [META_SUBSCRIPTION_ID]: ctx.id }

@@ -26,11 +26,7 @@ export interface ToolDefinition {
   annotations?: JsonObject
   icons?: JsonObject[]
   _meta?: JsonObject
-  /**
-   * Whether the caller may see and call the tool; hidden tools answer like absent ones, and a call
-   * naming no tool runs the first tool's check so it takes as long (checks that cost differently per
-   * tool still tell them apart: see {@link AccessCheck}). Not listed.
-   */
+  /** Whether the caller may see and call it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
   canAccess?: AccessCheck
 }
 
@@ -52,14 +48,13 @@ export interface ToolErrorResult extends CallToolResult {
  * - `ContentBlock[]`: the content, as is;
  * - a `CallToolResult` (an object whose `content` is an array of blocks): the result, as is;
  * - `undefined`: a result without content;
- * - any other JSON value (an object of plain data, an array, a number, …): one text block of its
- *   JSON, or, when the tool has an outputSchema, the structured content, checked against it and
- *   mirrored as that text block. The union is wide on purpose: it takes objects typed by interfaces.
+ * - any other JSON value (plain object, array, number, …): one text block of its JSON, or, when the tool has an
+ *   outputSchema, the structured content, checked against it and mirrored as that text block. The union is wide on
+ *   purpose: it takes objects typed by interfaces.
  *
- * `ToolReturn<Structured>`, for a tool whose outputSchema types its structured content (a literal
- * or TypeBox `outputSchema`): the structured content itself (checked and mirrored as above), a
- * `CallToolResult` carrying it as `structuredContent`, or an error result (`isError: true`). A
- * string or content blocks alone would fail the outputSchema at run time, so they do not compile.
+ * `ToolReturn<Structured>`, for a literal or TypeBox `outputSchema`: the structured content itself (checked and
+ * mirrored as above), a `CallToolResult` carrying it as `structuredContent`, or an error result (`isError: true`).
+ * A string or content blocks alone would fail the outputSchema at run time, so they do not compile.
  */
 export type ToolReturn<Structured = never> =
   | Structured
@@ -81,10 +76,9 @@ export type ToolHandler<Args = Record<string, any>, Structured = never> =
   (args: Args, ctx: McpContext) => ToolReturn<Structured> | Promise<ToolReturn<Structured>>
 
 /**
- * The arguments a tool's handler gets, from its definition: the type of a literal or TypeBox
- * `inputSchema` (see {@link FromSchema}); no arguments (`{}`) without an inputSchema, as mocapi
- * then refuses any; and `Record<string, any>` for an inputSchema TypeScript cannot read, such as
- * one typed `JsonObject` or built at run time, whose handlers type their arguments themselves.
+ * A handler's arguments: the type of a literal or TypeBox `inputSchema` (see {@link FromSchema}); `{}` without one,
+ * as mocapi then refuses any; `Record<string, any>` for one TypeScript cannot read (typed `JsonObject` or built at
+ * run time), whose handlers type their arguments themselves.
  */
 export type ToolArguments<Definition> = [SchemaOf<Definition, 'inputSchema'>] extends [never]
   ? Record<never, never>
@@ -95,10 +89,7 @@ export type TypedBySchema<Definition> = [SchemaOf<Definition, 'inputSchema'>] ex
   ? true
   : unknown extends FromSchema<SchemaOf<Definition, 'inputSchema'>> ? false : true
 
-/**
- * The type of a tool's structured content, from a literal or TypeBox `outputSchema`; `never` when
- * there is none to read.
- */
+/** The type of a tool's structured content, from a literal or TypeBox `outputSchema`; `never` when none can be read. */
 export type ToolStructuredContent<Definition> = unknown extends FromSchema<SchemaOf<Definition, 'outputSchema'>>
   ? never
   : FromSchema<SchemaOf<Definition, 'outputSchema'>>
@@ -116,7 +107,6 @@ interface Tool extends Entry<ToolDefinition> {
   outputSchema: JsonObject | undefined
   validateInput: Validator
   validateOutput: Validator | undefined
-  /** Its `Mcp-Param-*` headers, when its inputSchema has `x-mcp-header` properties. */
   paramHeaders: ParamHeaders | undefined
 }
 
@@ -133,7 +123,6 @@ function isContent (value: unknown): value is ContentBlock[] {
   return Array.isArray(value) && value.every((block) => isPlainObject(block) && typeof block.type === 'string')
 }
 
-/** The tools of one server: registration, `tools/list` and `tools/call`. */
 export class Tools extends Catalog<ToolDefinition, Tool> {
   readonly #engine: ReplayEngine
   readonly #compiler: SchemaCompiler
@@ -146,7 +135,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     this.#failures = failures
   }
 
-  /** Registers a tool; throws a registration error naming the bad field. Schemas compile here, once. */
   add (definition: ToolDefinition, handler: ToolHandler): void {
     plainObject(definition, 'a tool definition', InvalidDefinitionError)
     const name = definition.name
@@ -183,7 +171,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     })
   }
 
-  /** Removes a tool and releases its compiled schemas. */
   delete (name: string): boolean {
     const tool = this.remove(name)
     if (tool === undefined) return false
@@ -192,7 +179,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     return true
   }
 
-  /** Runs `tools/call` through the replay engine. */
   async call (ctx: McpContext): Promise<CallToolResult | InputRequiredResult> {
     const name = ctx.params.name as string
     let tool = this.find(name, ctx)

@@ -1,12 +1,6 @@
 /**
- * RFC 6570 level-1 URI templates (`users://{id}/profile`), matched without backtracking.
- *
- * A template is literals and `{name}` expressions; a level-1 expansion is a non-empty run of
- * unreserved characters and `%XX` escapes. A regular expression for that backtracks on a URI
- * that almost matches when a literal is itself unreserved (`{a}.{b}.{c}`): its cost grows with a
- * power of the URI's length. This matcher works in two sweeps instead, each linear in the URI for
- * a given template: from the right it marks where each remaining part of the template can still
- * match to the end, then from the left it takes each variable as long as that mark allows.
+ * RFC 6570 level-1 URI templates (`users://{id}/profile`), matched in two sweeps linear in the URI: a regular
+ * expression would backtrack polynomially on a near miss whose literals are unreserved characters (`{a}.{b}.{c}`).
  */
 import { InvalidDefinitionError } from '../errors.js'
 
@@ -32,15 +26,12 @@ function unitEnd (uri: string, i: number): number {
   return -1
 }
 
-/** A compiled level-1 template. */
 export class UriTemplate {
-  /** The variables, in order. */
   readonly variables: readonly string[]
-  /** The literals around them: one more than there are variables. */
+  /** One more than there are variables. */
   readonly #literals: readonly string[]
   readonly #minLength: number
 
-  /** Compiles a template; throws a registration error on anything beyond level 1. */
   constructor (template: string, where: string) {
     if (/[{}]/.test(template.replace(EXPRESSION, ''))) throw new InvalidDefinitionError(`${where} has an unbalanced brace`)
     const variables: string[] = []
@@ -60,10 +51,7 @@ export class UriTemplate {
     this.#minLength = literals.reduce((sum, literal) => sum + literal.length, 0) + variables.length
   }
 
-  /**
-   * The variables of a URI the template matches, percent-decoded; undefined when it does not
-   * match, or a value does not decode (an escape that is not UTF-8).
-   */
+  /** Percent-decoded values; undefined when the URI does not match or an escape is not UTF-8. */
   match (uri: string): Record<string, string> | undefined {
     const literals = this.#literals
     const count = this.variables.length

@@ -1,10 +1,6 @@
 /**
- * Server-to-client requests of 2025-era calls: sent on the call's event stream, answered by the
- * client in POSTs of their own that may reach any node, and routed over the bus to the node that
- * waits. Nothing is stored but the calls waiting on this node.
- *
- * A request's JSON-RPC id names the node, the call and the request: `<node>.<call>.<n>`, the node
- * and call parts random. An answer is accepted only from the session and the caller of its call.
+ * 2025-era server-to-client requests: sent on the call's stream, answered in POSTs that may reach any node, routed
+ * over the bus to the waiting node. Ids are `<node>.<call>.<n>`; only the call's session and caller may answer.
  */
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
@@ -20,27 +16,21 @@ export interface Asker {
   principal: string | null
   /** When the session expires (epoch ms): its client can no longer answer after that. */
   expiresAt?: number
-  /**
-   * Whom a wait counts against in `limits.waitingCallsPerCaller`: a principal, or a client address
-   * when anonymous. Default: the session.
-   */
+  /** Counted against `limits.waitingCallsPerCaller`: a principal, or an address when anonymous; default the session. */
   caller?: string
 }
 
-/** How many calls may wait on this node: in all, and for one caller. */
 export interface WaitingLimits {
   waitingCalls: number
   waitingCallsPerCaller: number
 }
 
-/** A JSON-RPC response a client POSTed. */
 export interface ClientResponse {
   id: string | number
   result: unknown
   error: unknown
 }
 
-/** How the wait for a round's answers ended. */
 export type RoundOutcome =
   | { kind: 'answered', responses: JsonObject, errors: Array<{ key: string, method: string, error: unknown }> }
   | { kind: 'timeout' }
@@ -71,7 +61,6 @@ interface Forwarded {
   error: unknown
 }
 
-/** Whether a message from the bus is an answer forwarded by another node. */
 function isForwarded (message: unknown): message is Forwarded {
   if (!isPlainObject(message) || message.t !== 'answer') return false
   const { id, from, ticket, asker } = message
@@ -79,17 +68,13 @@ function isForwarded (message: unknown): message is Forwarded {
     typeof asker.session === 'string' && (asker.principal === null || typeof asker.principal === 'string')
 }
 
-/** How the exchange reaches other nodes: the plugin's link to its bus. */
 export interface Link {
   /** Whether the bus carries messages from node to node. */
   readonly routed: boolean
   send (node: string, message: object): Promise<boolean>
 }
 
-/**
- * The server-to-client requests of one registration's 2025-era calls, and their answers. One per
- * node: `node` names it on the bus, whose messages to it go to `received`.
- */
+/** One per node and registration: `node` names it on the bus, whose messages to it go to `received`. */
 export class Exchange {
   /** This node's name in request ids and on the bus. */
   readonly node = randomBytes(9).toString('base64url')
@@ -99,14 +84,10 @@ export class Exchange {
   readonly #ackTimeout: number
   readonly #limits: WaitingLimits
   readonly #calls = new Map<string, Waiting>()
-  /** How many calls wait for each caller. */
   readonly #perCaller = new Map<string, number>()
   readonly #tickets = new Map<string, (delivery: Delivery) => void>()
 
-  /**
-   * `timeout`: how long a call waits for its client's answers; `ackTimeout`: how long a forwarded
-   * answer waits to be taken; `limits`: how many calls may wait (the plugin passes `limits.*`).
-   */
+  /** `timeout`: a call's wait for its client's answers; `ackTimeout`: a forwarded answer's wait to be taken (ms). */
   constructor (link: Link, log: FastifyBaseLogger, timeout: number, ackTimeout = ACK_TIMEOUT_MS,
     limits: WaitingLimits = { waitingCalls: Infinity, waitingCallsPerCaller: Infinity }) {
     this.#link = link
@@ -117,12 +98,8 @@ export class Exchange {
   }
 
   /**
-   * Sends a round's input requests to the client, each with an id of its own, through `send`,
-   * and waits for every answer, for `timeout` ms at most, or until `signal` aborts. The signal is
-   * the call's reply's, which the server's shutdown aborts too, so no wait outlives the server.
-   * Each wait holds its call (its handler's pass, the ledger, the stream) until it ends: past
-   * `limits.waitingCallsPerCaller` for its caller, or `limits.waitingCalls` on this node, nothing is
-   * sent and the outcome is `full`.
+   * Sends a round's requests and waits for every answer, until `timeout` ms or `signal` (which shutdown aborts too).
+   * A wait holds its whole call, so past the waiting limits nothing is sent and the outcome is `full`.
    */
   ask (
     asker: Asker,
@@ -201,7 +178,6 @@ export class Exchange {
     })
   }
 
-  /** Gives an answer to the call waiting for it on this node. */
   #take (call: string, n: string, asker: Asker, response: { result: unknown, error: unknown }): Delivery {
     const waiting = this.#calls.get(call)
     if (waiting === undefined || waiting.asker.session !== asker.session || waiting.asker.principal !== asker.principal) return 'refused'

@@ -1,16 +1,9 @@
-/**
- * What 2025-era sessions ask after `initialize`, which their sealed ids cannot carry: a log
- * level, the resource subscriptions of a GET stream, the cancellation of a request. Each is a
- * session event on the bus, so it reaches whichever node holds what it concerns.
- */
+/** What 2025-era sessions ask after `initialize` that their sealed ids cannot carry, as session events on the bus. */
 import { randomBytes } from 'node:crypto'
 import type { Listener, Subscriptions } from '../features/subscriptions.js'
 import type { LoggingLevel } from '../protocol/wire.js'
 
-/**
- * What a 2025-era session asked of whichever node holds its streams: a log level, a resource
- * subscription of its GET stream, the cancellation of one of its requests.
- */
+/** What a 2025-era session asked of whichever node holds its streams: a log level, a subscription, a cancellation. */
 export type SessionEvent =
   | { kind: 'session', session: string, op: 'level', level: LoggingLevel }
   /** `from`: the hub that published it, which applied it to the streams of its own node already. */
@@ -20,7 +13,6 @@ export type SessionEvent =
 /** Sessions whose log level a node remembers; past it, the least recently used are forgotten. */
 export const MAX_REMEMBERED_LEVELS = 10_000
 
-/** Where an event of a 2025-era session lands on this node. */
 export class SessionHub {
   /** Names this hub in the subscriptions it publishes, which it applied to its own streams already. */
   readonly #origin = randomBytes(9).toString('base64url')
@@ -36,7 +28,6 @@ export class SessionHub {
     this.#publish = publish
   }
 
-  /** The log level a session set, if this node heard of it. */
   levelOf (session: string): LoggingLevel | undefined {
     return this.#levels.get(session)
   }
@@ -47,13 +38,7 @@ export class SessionHub {
     this.#publish({ kind: 'session', session, op: 'level', level })
   }
 
-  /**
-   * `resources/subscribe` and `resources/unsubscribe`: for the session's GET streams, on whichever
-   * nodes hold them. The streams on this node take it at once, and a subscription one of them has
-   * no room for (`limits.subscriptionUris`) is refused here, for the request to say so: false, and
-   * nothing changes anywhere. Streams on other nodes take it from the bus; one that has no room
-   * refuses it there, and logs it (the request cannot wait to hear from a node it cannot name).
-   */
+  /** A full stream here refuses at once (false: nothing changes anywhere); one on another node can only log it. */
   subscribe (session: string, uri: string, on: boolean): boolean {
     const streams = this.#streams.get(session)
     if (streams !== undefined) {
@@ -71,7 +56,6 @@ export class SessionHub {
     this.#publish({ kind: 'session', session, op: 'cancel', requestId })
   }
 
-  /** A GET stream of the session opened on this node; the returned function forgets it. */
   addStream (session: string, listener: Listener): () => void {
     let set = this.#streams.get(session)
     if (set === undefined) {
@@ -85,7 +69,7 @@ export class SessionHub {
     }
   }
 
-  /** A request of the session running on this node, and how to cancel it; the returned function forgets it. */
+  /** A request of the session running on this node; the returned function forgets it. */
   addRequest (session: string, requestId: string | number, cancel: () => void): () => void {
     const key = `${session}\u0000${typeof requestId}:${requestId}`
     const running = this.#running
@@ -93,7 +77,6 @@ export class SessionHub {
     return () => { delete running[key] }
   }
 
-  /** An event of some session, from the bus. */
   receive (event: SessionEvent): void {
     switch (event.op) {
       case 'level':
@@ -109,10 +92,7 @@ export class SessionHub {
     }
   }
 
-  /**
-   * A subscription change for the session's streams on this node; one from another node that a
-   * full stream refuses is logged.
-   */
+  /** A change from another node that a full stream refuses is logged: its request has already been answered. */
   #apply (streams: Set<Listener>, on: boolean, uri: string, remote = false): void {
     for (const listener of streams) {
       if (!on) this.#subscriptions.unsubscribe(listener, uri)

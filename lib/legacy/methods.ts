@@ -1,4 +1,3 @@
-/** The method table of the 2025 revisions, over the features of one registration. */
 import { kCallState, type McpContext } from '../context.js'
 import { capabilities } from '../features/discover.js'
 import { checkUriLength } from '../features/resources.js'
@@ -10,9 +9,8 @@ import { LOGGING_LEVELS, type JsonObject, type LoggingLevel } from '../protocol/
 import type { SessionHub } from './hub.js'
 
 /**
- * The method table of the 2025 revisions: the shared methods, and `initialize`, `ping`,
- * `logging/setLevel` and `resources/subscribe`/`unsubscribe`, which 2026-07-28 removed. What a
- * session sets after `initialize` goes to the hub, since its sealed id cannot change.
+ * The 2025 revisions' method table: the shared methods plus those 2026-07-28 removed. What a session sets after
+ * `initialize` goes to the hub, since its sealed id cannot change.
  */
 export function legacyMethods (options: ResolvedOptions, features: Features, hub: SessionHub): Dispatcher {
   const dispatcher = new Dispatcher()

@@ -16,23 +16,17 @@ const SESSION_PURPOSE = 3
 export const MAX_SESSION_ID_LENGTH = 4096
 
 /**
- * The most a session seals of the principal, and of each of the client's name, version and title:
- * bytes of the field as JSON, quotes and escapes included. A control character or a lone surrogate
- * takes six (`\u0001`), so 256 characters of text (the most clientInfo keeps of a field) fit when
- * they are text, in any script, and not when they are mostly escapes. The fields together may still
- * not fit in {@link MAX_SESSION_ID_LENGTH}: `create` checks the whole too.
+ * The most a session seals of the principal and of each clientInfo field, in bytes of JSON with escapes (six for a
+ * control character): 256 characters of text fit in any script. `create` checks the whole too.
  */
 export const MAX_FIELD_BYTES = 1024
 
-/** What a 2025-era session remembers. */
 export interface Session {
   /** A random id of the session itself, which answers and broadcasts name it by. */
   id: string
   /** The caller the session belongs to; every request of the session must come from it. */
   principal: Principal
-  /** The protocol version negotiated at `initialize`. */
   version: string
-  /** What the client declared it can do, reduced to what mocapi reads. */
   capabilities: ClientCapabilities
   info: Implementation | undefined
   /** Epoch milliseconds. */
@@ -51,10 +45,7 @@ function flag (value: unknown): object | undefined {
   return isPlainObject(value) ? {} : undefined
 }
 
-/**
- * The capabilities mocapi reads, and nothing else: a client's capabilities may be any size, but
- * the session id carrying them must fit in a header.
- */
+/** Only the capabilities mocapi reads: a client's may be any size, but the session id must fit in a header. */
 export function reduceCapabilities (value: unknown): ClientCapabilities {
   const caps: ClientCapabilities = {}
   if (!isPlainObject(value)) return caps
@@ -83,28 +74,21 @@ export function reduceInfo (value: unknown): Implementation | undefined {
   return title === undefined ? { name, version } : { name, version, title }
 }
 
-/** The size of a field as the session seals it: UTF-8 bytes of its JSON. */
 function encodedBytes (value: string | null): number {
   return Buffer.byteLength(JSON.stringify(value))
 }
 
 const INFO_FIELDS = ['name', 'version', 'title'] as const
 
-/**
- * Session ids a node keeps opened: a 2025-era client sends its id on every request, and opening
- * it each time costs (bench/README.md#opened-sessions). Only ids that opened are kept, so a client
- * sending made-up ids fills nothing; past the bound the oldest go first.
- */
+/** Opened ids kept, as opening one per request costs (bench/README.md#opened-sessions); made-up ids never open. */
 export const MAX_OPENED_SESSIONS = 2048
 
-/** What a session id seals. */
 function plaintextOf (session: Session): string {
   const { id, principal, version, capabilities, info, issuedAt, expiresAt } = session
   const fields = [id, principal.value, principal.state, version, capabilities, info ?? null, issuedAt, expiresAt]
   return JSON.stringify(fields)
 }
 
-/** Seals and opens session ids. */
 export class SessionCodec {
   readonly #sealer: Sealer
   readonly #ttl: number
@@ -117,12 +101,7 @@ export class SessionCodec {
     this.#now = now
   }
 
-  /**
-   * A new session for a client that sent `initialize`. What cannot fit in a session id is refused
-   * with HTTP 400 naming it, never sealed into a token too long: a principal past
-   * {@link MAX_FIELD_BYTES} (-32600: it comes from the request's credentials), a clientInfo field
-   * past it, or clientInfo that leaves the whole too long (-32602).
-   */
+  /** What cannot fit in a session id is refused with HTTP 400 naming it, never sealed into a token too long. */
   create (principal: Principal, version: string, capabilities: unknown, info: unknown): Session {
     const principalBytes = encodedBytes(principal.value)
     if (principalBytes > MAX_FIELD_BYTES) {
@@ -163,10 +142,7 @@ export class SessionCodec {
     return this.#sealer.seal(plaintextOf(session))
   }
 
-  /**
-   * The session a session id stands for; undefined when it is not a live session id this ring
-   * sealed. What it returns is frozen: a kept session serves every request of its client.
-   */
+  /** Undefined unless a live id this ring sealed; frozen, as a kept session serves every request of its client. */
   open (sessionId: string): Session | undefined {
     const kept = this.#opened.get(sessionId)
     if (kept !== undefined) {

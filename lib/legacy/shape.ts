@@ -1,16 +1,10 @@
-/**
- * Results and errors in the shapes of the 2025 revisions: no `resultType`, no caching hints, no
- * 2026 `_meta` keys, object-only structured content, and the error codes of that era.
- */
+/** Results and errors in the 2025 revisions' shapes: no 2026 fields, `_meta` keys or error codes. */
 import { ErrorCode, McpError } from '../errors.js'
 import { META_SERVER_INFO, isPlainObject, type JsonObject } from '../protocol/wire.js'
 
 const MODERN_ONLY = new Set(['resultType', 'ttlMs', 'cacheScope'])
 
-/**
- * A tool as a 2025-era client reads it: an output schema only when its root is an object, as that
- * revision requires.
- */
+/** A 2025-era tool has an output schema only when its root is an object, as that revision requires. */
 function legacyTool (tool: JsonObject): JsonObject {
   const schema = tool.outputSchema
   if (schema === undefined || (isPlainObject(schema) && schema.type === 'object')) return tool
@@ -18,7 +12,6 @@ function legacyTool (tool: JsonObject): JsonObject {
   return rest
 }
 
-/** A result of a 2026-07-28 method as the 2025 revisions shape it. */
 export function legacyResult (method: string, result: JsonObject): JsonObject {
   const shaped: JsonObject = {}
   for (const key of Object.keys(result)) {
@@ -35,11 +28,7 @@ export function legacyResult (method: string, result: JsonObject): JsonObject {
   return shaped
 }
 
-/**
- * An error as a 2025-era client takes it: the 2026 codes it does not know become their nearest
- * kin, a resource not found is -32002, and every error of a request that reached its method is
- * answered in-band (HTTP 200): a 404 would tell the client its session is gone.
- */
+/** Errors of a request that reached its method go in-band (HTTP 200): a 404 would say the session is gone. */
 export function legacyError (method: string | undefined, error: McpError): McpError {
   let code = error.code
   if (code === ErrorCode.HeaderMismatch ||

@@ -1,9 +1,4 @@
-/**
- * The 2025-era delivery of a replay: a pass's questions go to the client as server-to-client
- * requests on the call's stream, and the call waits, on this node, for the answers the exchange
- * brings (posted to any node, routed here over the bus); the next pass replays with them. The
- * ledger stays in memory for the call's lifetime; nothing is sealed.
- */
+/** 2025-era replay delivery: questions go on the call's stream, the exchange brings answers; nothing is sealed. */
 import { kCallState, type McpContext } from '../context.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
 import { callerOf } from '../features/subscriptions.js'
@@ -11,7 +6,6 @@ import type { Asked, Delivered, Delivery, ReplayStart } from '../mrtr/engine.js'
 import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import type { Exchange } from './exchange.js'
 
-/** The params of a server-to-client request, in the shape the client's revision knows. */
 function paramsFor (version: string): (request: InputRequest, id: string) => JsonObject {
   return (request, id) => {
     if (request.method !== 'elicitation/create') return request.params
@@ -23,18 +17,13 @@ function paramsFor (version: string): (request: InputRequest, id: string) => Jso
   }
 }
 
-/**
- * A client's error answer to a server-to-client request, as the call's own error: -32603, with the
- * client's code in the message. Passed through, its code would say things of the call that are not
- * so (-32601 "method not found" for a tool that exists, -32700 for a body that parsed).
- */
+/** The client's error as the call's -32603: passed through, its code would misdescribe the call (e.g. -32601). */
 function clientRefused (method: string, error: unknown): McpError {
   const code = isPlainObject(error) && Number.isSafeInteger(error.code) ? ` (${error.code as number})` : ''
   const detail = isPlainObject(error) && typeof error.message === 'string' ? `: ${error.message.slice(0, 500)}` : ''
   return new McpError(ErrorCode.InternalError, `The client answered ${method} with an error${code}${detail}`)
 }
 
-/** Asks on the call's stream and waits for the answers over the exchange. */
 export class StreamDelivery implements Delivery {
   readonly #exchange: Exchange
 
@@ -58,8 +47,7 @@ export class StreamDelivery implements Delivery {
     }
     const outcome = await this.#exchange.ask(asker, asked.inputRequests, (request) => stream.notify(request),
       stream.signal, paramsFor(ctx.protocolVersion))
-    // In-band, as every error of a call that reached its method is for a 2025-era client: its stream
-    // may be open already.
+    // In-band, as for every 2025-era call that reached its method: its stream may be open already.
     if (outcome.kind === 'full') {
       throw invalidRequest(outcome.limit === 'waitingCallsPerCaller'
         ? `${label} cannot wait for the client's answer: ${outcome.bound} calls of this caller wait already, the most accepted (limits.waitingCallsPerCaller); answer or cancel one, then call again`

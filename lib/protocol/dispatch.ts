@@ -49,7 +49,6 @@ export class Dispatcher {
   }
 }
 
-/** Checks params against the method: known fields only, each of its type, required ones present. */
 function checkParams (name: string, method: Method, params: JsonObject): void {
   for (const key in params) {
     if (key === '_meta') continue

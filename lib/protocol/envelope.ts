@@ -28,7 +28,6 @@ export function batchRefused (): McpError {
   return invalidRequest('Batch requests are not supported: send one JSON-RPC message per POST')
 }
 
-/** Checks the JSON-RPC shape of a POSTed message: one request, notification or response. */
 export function readMessage (body: unknown): Message {
   if (Array.isArray(body)) throw batchRefused()
   if (!isPlainObject(body)) throw invalidRequest('The body must be a JSON-RPC request object')
@@ -51,8 +50,7 @@ export function readMessage (body: unknown): Message {
 /** The params field each targeted method's `Mcp-Name` header must match. */
 const NAME_FIELDS: Readonly<Record<string, 'name' | 'uri'>> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' }
 
-// Node joins a repeated header into one string (only set-cookie stays a list), so a
-// repeated MCP header reads as `a, b` and fails the comparison with the body.
+// Node joins a repeated header into one string, so a repeated MCP header reads `a, b` and fails the body comparison.
 export function header (headers: IncomingHttpHeaders, name: string): string | undefined {
   return headers[name] as string | undefined
 }
@@ -61,8 +59,7 @@ const SENTINEL_PREFIX = '=?base64?'
 const SENTINEL_SUFFIX = '?='
 // Whole 4-character groups, the last one padded: the only spelling of base64 accepted.
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
-// Printable ASCII, space and tab: what a value may be without the base64 sentinel. Node reads a
-// header's raw bytes as latin1, so anything else arrived as bytes no client should have sent.
+// Printable ASCII and tab, else the sentinel: Node reads header bytes as latin1, so others came as raw bytes.
 const PLAIN = /^[\t\x20-\x7e]*$/
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
@@ -75,8 +72,7 @@ function trimOws (value: string): string {
   return value.slice(start, end)
 }
 
-// Buffer.from skips characters outside the alphabet and forgives missing padding, so the text is
-// checked first, and must be the canonical spelling of its bytes (no stray bits in the last one).
+// Buffer.from skips stray characters and forgives padding: the text must be the canonical spelling of its bytes.
 function decodeBase64 (text: string): string | undefined {
   if (!BASE64.test(text)) return undefined
   const bytes = Buffer.from(text, 'base64')
@@ -88,11 +84,7 @@ function decodeBase64 (text: string): string | undefined {
   }
 }
 
-/**
- * Decodes the value of an `Mcp-Name` or `Mcp-Param-*` header: `=?base64?…?=` (prefix and suffix
- * both present) is strict base64 of UTF-8; anything else is the value itself, which must be plain
- * ASCII. Undefined when the value is malformed.
- */
+/** An `Mcp-Name`/`Mcp-Param-*` value: `=?base64?…?=` is strict base64 of UTF-8, else plain ASCII; undefined if bad. */
 export function decodeHeaderValue (raw: string): string | undefined {
   const value = trimOws(raw)
   if (value.length >= SENTINEL_PREFIX.length + SENTINEL_SUFFIX.length && value.startsWith(SENTINEL_PREFIX) &&
@@ -102,7 +94,6 @@ export function decodeHeaderValue (raw: string): string | undefined {
   return PLAIN.test(value) ? value : undefined
 }
 
-/** Checks `_meta` of a 2026-07-28 request: the required fields present, the optional ones of their type. */
 export function checkMeta (params: JsonObject): RequestMeta {
   const meta = params._meta
   if (!isPlainObject(meta)) throw invalidParams('params._meta is required', 400)
@@ -134,10 +125,8 @@ export function checkLegacyMeta (params: JsonObject): void {
 }
 
 /**
- * Checks the version a 2025-era request's `_meta` names, when it names one (its clients send none):
- * it must be the version in force, `from` its version header or its session. A body that names
- * another, a 2026-07-28 client's `_meta` on a 2025 request, is 400 -32020, as the official SDK
- * answers it. Runs after {@link checkLegacyMeta}, which found `_meta` absent or an object.
+ * A 2025-era `_meta` naming another version than the one in force (a 2026 client's) is 400 -32020, as the official
+ * SDK answers it. Runs after {@link checkLegacyMeta}, which found `_meta` absent or an object.
  */
 export function checkLegacyVersion (params: JsonObject, version: string, from: string): void {
   const named = (params._meta as JsonObject | undefined)?.[META_PROTOCOL_VERSION]
@@ -153,11 +142,7 @@ function checkProgressToken (meta: JsonObject, statusCode: number): void {
   }
 }
 
-/**
- * Checks the MCP 2026-07-28 envelope of a request: `_meta`, the version it names against the
- * `MCP-Protocol-Version` header (which the caller found present), `Mcp-Method` and, for methods
- * that name a target, `Mcp-Name`.
- */
+/** The 2026-07-28 envelope: `_meta` and its version (the caller found the header present), `Mcp-Method`, `Mcp-Name`. */
 export function checkModernRequest (
   message: { method: string, params: JsonObject },
   headers: IncomingHttpHeaders,

@@ -1,5 +1,3 @@
-/** Wire constants and shapes of the MCP revisions mocapi speaks. */
-
 /** The revision mocapi speaks natively: stateless, with `server/discover` and per-request `_meta`. */
 export const PROTOCOL_VERSION = '2026-07-28'
 /** The 2025 revisions, which open a session with `initialize`; newest first. */

@@ -1,7 +1,3 @@
-/**
- * How a test answers the input requests of an `input_required` result: the typed view of each
- * request, the answer shapes, their builders, and the three ways to answer (function, by key, queue).
- */
 import type { CreateMessageParams, CreateMessageResult, Root } from '../protocol/wire.js'
 import type { RequestedSchema } from '../elicitation/schema.js'
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
@@ -133,7 +129,6 @@ export function byKind (handlers: KindHandlers): AnswerFunction {
   }
 }
 
-/** The answer function of any form of `Answers`. */
 export function answerFunction (given: Answers | undefined): AnswerFunction {
   if (given === undefined) {
     return (request) => { throw new Error(`no answers were given, and the server asks ${describe(request)}`) }
@@ -148,7 +143,6 @@ export function answerFunction (given: Answers | undefined): AnswerFunction {
   }
 }
 
-/** The view of one wire input request; throws on a method no client may be asked. */
 export function viewOf (key: string, request: InputRequest): InputRequestView {
   const params = (request.params ?? {}) as JsonObject
   switch (request.method) {
@@ -166,7 +160,6 @@ export function viewOf (key: string, request: InputRequest): InputRequestView {
   }
 }
 
-/** A short description of a request, for error messages. */
 export function describe (request: InputRequestView): string {
   const what = request.kind === 'elicit' || request.kind === 'elicitUrl' ? `: ${JSON.stringify(request.message)}` : ''
   return `input request "${request.key}" (${request.kind}${what})`

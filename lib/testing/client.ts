@@ -1,8 +1,3 @@
-/**
- * The mocapi test client: calls tools, prompts and resources of an MCP 2026-07-28 server, and
- * drives the `input_required` rounds with the answers a test gives, until the result is complete;
- * or, speaking a 2025 revision, opens a session and answers the requests the server sends.
- */
 import type { FastifyInstance } from 'fastify'
 import type { GetPromptResult } from '../features/prompts.js'
 import type { ResourceContents } from '../features/resources.js'
@@ -32,17 +27,15 @@ export interface TestClientOptions<V extends string = string> {
   /** Default `{ name: 'mocapi-test-client', version: '1.0.0' }`. */
   clientInfo?: Implementation
   /**
-   * The revision the client speaks. Default `2026-07-28`: each request carries it in `_meta` and the
-   * `MCP-Protocol-Version` header, stateless. A 2025 revision (`2025-11-25`, `2025-06-18`,
-   * `2025-03-26`) makes a client of that era: its first request opens a session with `initialize`
-   * (declaring `capabilities` and `clientInfo`) and `notifications/initialized`, later ones carry its
-   * `Mcp-Session-Id` and the version the server chose, and the elicitation, sampling and roots
-   * requests the server sends on a call's event stream are answered with the call's `answers`, each
-   * POSTed as a JSON-RPC response. Such a request names no input key, so the client names each as
-   * mocapi does by default, `elicit-<n>`, `sample-<n>` or `roots-<n>`, `n` counting the call's
-   * requests in the order they come: a `{ key }` the handler gave does not reach a 2025-era client,
-   * so answer those by function, queue or `byKind`. Any other version is sent as a 2026-07-28
-   * request that names it (a test of how the server refuses it).
+   * The revision the client speaks. Default `2026-07-28`: stateless, each request carrying it in `_meta` and the
+   * `MCP-Protocol-Version` header. A 2025 revision (`2025-11-25`, `2025-06-18`, `2025-03-26`) makes a client of that
+   * era: its first request opens a session (`initialize`, declaring `capabilities` and `clientInfo`, then
+   * `notifications/initialized`); later ones carry its `Mcp-Session-Id` and the version the server chose; the
+   * elicitation, sampling and roots requests the server sends on a call's event stream are answered with the call's
+   * `answers`, each POSTed as a JSON-RPC response. Those name no input key, so the client names them as mocapi does
+   * by default, `elicit-<n>`, `sample-<n>` or `roots-<n>` (`n` counting the call's requests as they come): a
+   * handler's `{ key }` does not reach a 2025-era client, so answer those by function, queue or `byKind`. Any other
+   * version is sent as a 2026-07-28 request that names it (to test how the server refuses it).
    */
   protocolVersion?: V
   /**
@@ -65,10 +58,7 @@ export interface TestClientOptions<V extends string = string> {
   onRound?: (round: number, inputRequests: Record<string, InputRequest>) => void
 }
 
-/**
- * Per-call additions: `_meta` fields (say `progressToken`) and HTTP headers (which win over the
- * client's `headers`).
- */
+/** Per-call `_meta` fields (say `progressToken`) and HTTP headers, which win over the client's `headers`. */
 export interface CallOptions {
   meta?: JsonObject
   headers?: Record<string, string>
@@ -82,10 +72,7 @@ export interface Notification {
   [key: string]: unknown
 }
 
-/**
- * One round: what the server asked (in an `input_required` result, or in 2025-era requests sent
- * together), and what the client answered.
- */
+/** One round: what the server asked (an `input_required` result, or 2025-era requests sent together), and answers. */
 export interface Round {
   inputRequests: Record<string, InputRequest>
   inputResponses: Record<string, InputResponse>
@@ -157,11 +144,9 @@ export interface TestClient<V extends string = typeof PROTOCOL_VERSION> {
 
 const NAMED: Record<string, string> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' }
 
-// Printable ASCII, inner spaces and tabs: what a header carries as it is. Surrounding whitespace
-// would be trimmed on the way, and a value shaped like the sentinel would be decoded.
+// What a header carries unchanged: surrounding whitespace would be trimmed, a sentinel-shaped value decoded.
 const PLAIN_HEADER = /^(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?$/
 
-/** An `Mcp-Name` value: plain when it survives as it is, else `=?base64?…?=`. */
 export function headerValue (name: string): string {
   const plain = PLAIN_HEADER.test(name) && !(name.startsWith('=?base64?') && name.endsWith('?='))
   return plain ? name : `=?base64?${Buffer.from(name).toString('base64')}?=`
@@ -171,7 +156,6 @@ class Client implements TestClient<string> {
   readonly #transport: Transport
   readonly #options: TestClientOptions
   readonly #maxRounds: number
-  /** The session of a client that speaks a 2025 revision. */
   readonly #session: LegacySession | undefined
   #nextId = 1
 
@@ -238,7 +222,6 @@ class Client implements TestClient<string> {
     return outcome as Promise<unknown> as Promise<Outcome<R, string>>
   }
 
-  /** A 2026-07-28 call: each `input_required` result answered and retried, until the result is complete. */
   async #rounds<R> (
     method: string,
     target: JsonObject,
@@ -273,7 +256,6 @@ class Client implements TestClient<string> {
     }
   }
 
-  /** Sends one request and reads its reply, collecting the notifications it streams. */
   async #exchange (
     method: string,
     params: JsonObject,
@@ -314,7 +296,6 @@ function transportOf (target: TestTarget, path: string): Transport {
   return injectTransport(target, path)
 }
 
-/** Each request to the next transport in turn, as a round-robin load balancer does. */
 function roundRobin (transports: Transport[]): Transport {
   let next = 0
   return (headers, body) => {
@@ -325,17 +306,15 @@ function roundRobin (transports: Transport[]): Transport {
 }
 
 /**
- * A client of an MCP 2026-07-28 server: a Fastify app (reached through `inject`, no port) or the
- * URL of its endpoint (over HTTP, JSON and event-stream replies alike). Given several apps or URLs,
- * or a mix, it sends each HTTP request to the next one in turn, so the rounds of one call land on
- * different nodes, as behind a round-robin load balancer; the apps must share their
- * `requestState` keys. `createTestClient([appA, appB])`.
+ * A client of an MCP 2026-07-28 server: a Fastify app (through `inject`, no port) or the URL of its endpoint (over
+ * HTTP, JSON and event-stream replies alike). Given several apps or URLs, or a mix, it sends each HTTP request to the
+ * next in turn, so the rounds of one call land on different nodes as behind a round-robin load balancer; the apps
+ * must share their `requestState` keys. `createTestClient([appA, appB])`.
  *
- * With `protocolVersion: '2025-11-25'` (or `2025-06-18`, `2025-03-26`) it is a client of that
- * revision instead, which opens a session with `initialize` and answers the requests the server
- * sends on a call's stream: see `TestClientOptions.protocolVersion`. That works through `inject`
- * too, whose reply is then read as it is written (Fastify's light-my-request 6.2 or later); several
- * nodes must share a bus that carries the answers between them, as a fleet must.
+ * With `protocolVersion: '2025-11-25'` (or `2025-06-18`, `2025-03-26`) it is a client of that revision instead, which
+ * opens a session and answers the requests the server sends on a call's stream (see
+ * `TestClientOptions.protocolVersion`). That works through `inject` too, its reply read as it is written (Fastify's
+ * light-my-request 6.2 or later); several nodes must share a bus that carries the answers between them.
  */
 export function createTestClient<V extends string = typeof PROTOCOL_VERSION> (
   target: TestTarget | readonly TestTarget[],

@@ -1,4 +1,3 @@
-/** The errors of the test client: a JSON-RPC error the server answered with, or a reply that was not JSON-RPC. */
 import type { JsonObject } from '../protocol/wire.js'
 import type { Round } from './client.js'
 import type { ReadReply } from './transport.js'

@@ -1,16 +1,9 @@
-/**
- * The test client speaking a 2025 revision: `initialize` and `notifications/initialized` open a
- * session, whose `Mcp-Session-Id` goes on every request after; the requests the server sends on
- * a call's event stream (elicitation, sampling, roots) are answered with the test's answers, each
- * POSTed as a JSON-RPC response, until the call's own response arrives.
- */
 import type { ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
 import { describe, viewOf, type AnswerFunction, type InputRequestView, type InputResponse } from './answers.js'
 import type { CallOptions, CompleteResult, Notification, Outcome, Round, TestClientOptions } from './client.js'
 import { McpClientError, isObject, resultOf } from './errors.js'
 import { headersOf, readReply, type RawReply, type ReadReply, type ServerRequest, type Transport } from './transport.js'
 
-/** The 2025 revisions of MCP, whose clients open a session with `initialize`. */
 export const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const
 
 /** A 2025 revision of MCP: a client that speaks it opens a session with `initialize`. */
@@ -20,10 +13,10 @@ export function isLegacyVersion (version: string | undefined): version is Legacy
   return (LEGACY_PROTOCOL_VERSIONS as readonly unknown[]).includes(version)
 }
 
-/** The input keys' prefixes by method, as mocapi names a request by default: the 2025 wire carries no key. */
+/** The 2025 wire carries no input key, so requests are named as mocapi names them by default. */
 const PREFIX: Record<string, string> = { 'elicitation/create': 'elicit', 'sampling/createMessage': 'sample', 'roots/list': 'roots' }
 
-/** The error a refused or failed reply stands for; none when it is a success. */
+/** The McpClientError a refused reply stands for; none on success. */
 function refusal (read: ReadReply, what: string, rounds: Round[]): McpClientError | undefined {
   if (read.status < 300) return undefined
   const error = isObject(read.message) && isObject(read.message.error) ? read.message.error : undefined
@@ -34,27 +27,24 @@ function refusal (read: ReadReply, what: string, rounds: Round[]): McpClientErro
 
 function noop (): void {}
 
-/** The round whose requests are still being answered, and the requests waiting for their answer. */
 interface OpenRound {
   number: number
   round: Round
   queue: Array<{ id: string | number, view: InputRequestView }>
-  /** Requests of the round whose answer is not sent yet: once none are, the next request opens a new round. */
+  /** Once no answer is left unsent, the next request opens a new round. */
   unsent: number
 }
 
-/** How a call reaches its session: it posts the answers. */
 type Post = (message: object) => Promise<RawReply>
 
 /**
- * One call's event stream: its notifications, the server's requests answered round by round, and
- * what went wrong, if anything. A round is the requests asked together: those that arrive before
- * the client has sent every answer of the round before (the server asks again only once it has them).
+ * One call's event stream. A round is the requests that arrive before the client has sent every answer of the one
+ * before: the server asks again only once it has them.
  */
 class LegacyCall {
   readonly rounds: Round[] = []
   readonly notifications: Notification[] = []
-  /** HTTP requests made: the call, and one per answer. */
+  /** HTTP requests: the call, and one per answer. */
   roundTrips = 1
   readonly #post: Post
   readonly #answer: AnswerFunction
@@ -75,7 +65,7 @@ class LegacyCall {
     this.#maxRounds = options.maxRounds ?? 10
   }
 
-  /** The call's reply, which a failure aborts: its requests come after it, and so do the failures. */
+  /** A failure aborts the reply: its requests, and so the failures, come after it. */
   attach (reply: RawReply): void {
     this.#reply = reply
   }
@@ -85,7 +75,6 @@ class LegacyCall {
     this.#options.onNotification?.(message as Notification)
   }
 
-  /** A request of the server's: answered in the open round, or opening the next one. */
   request (request: ServerRequest): void {
     if (this.#failure !== undefined) return
     if (request.method === 'ping') return this.#send(request.id, {}, 'the answer to ping')
@@ -133,21 +122,19 @@ class LegacyCall {
     }, (error: unknown) => this.fail(error)))
   }
 
-  /** The call fails with `error`, its first failure: its reply is closed, as a client that gives up closes it. */
+  /** Only the first failure counts; it closes the reply, as a client that gives up does. */
   fail (error: unknown): void {
     if (this.#failure !== undefined) return
     this.#failure = { error }
     this.#reply?.abort()
   }
 
-  /** Waits for the answers sent so far to be taken; throws what made the call fail, if anything did. */
   async settle (): Promise<void> {
     await Promise.all(this.#posts)
     if (this.#failure !== undefined) throw this.#failure.error
   }
 }
 
-/** What the client declares when the test does not say. */
 export interface ClientDefaults {
   capabilities: ClientCapabilities
   clientInfo: Implementation
@@ -203,7 +190,7 @@ export class LegacySession {
     if (error !== undefined) throw error
   }
 
-  /** The headers of a request: the session's once it is open, then the token and the test's own, which win. */
+  /** The session's headers once it is open, then the token and the test's own, which win. */
   #headers (call: CallOptions, session: boolean): Record<string, string> {
     const base: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
     if (session) {
@@ -213,10 +200,7 @@ export class LegacySession {
     return headersOf(base, this.#options.token, this.#options.headers, call.headers)
   }
 
-  /**
-   * One request of the session, with the server's requests on its stream answered by `answer`;
-   * resolves with the complete result and the rounds it took. `label` names the call in errors.
-   */
+  /** `answer` answers the server's requests on the call's stream; `label` names the call in errors. */
   async call<R> (
     method: string,
     params: JsonObject,

@@ -1,30 +1,19 @@
-/**
- * How the test client reaches a server: `app.inject` for a Fastify app, `node:http` or `node:https`
- * for a URL. Either way a reply is read the same: a JSON body, or an event stream whose
- * notifications are handed over as they arrive and whose last message is the response.
- */
 import type { FastifyInstance } from 'fastify'
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 
-/** A reply as it comes off the wire: status, content type, and the body's text in chunks. */
 export interface RawReply {
   status: number
   contentType: string
-  /** The `Mcp-Session-Id` header, when the reply carries one. */
   sessionId: string | undefined
   body: AsyncIterable<string> | Iterable<string>
-  /** Stops reading and closes the connection, as a client that gives up on a reply does. */
+  /** Closes the connection, as a client that gives up on a reply does. */
   abort (): void
 }
 
-/** Posts one JSON-RPC message with the given headers. */
 export type Transport = (headers: Record<string, string>, body: string) => Promise<RawReply>
 
-/**
- * The headers of a request: the client's own (`base`), `authorization` from a bearer token, then
- * each of `given` in turn, each winning over what came before, whatever its case.
- */
+/** Each of `given` wins over what came before, whatever its case. */
 export function headersOf (
   base: Record<string, string>,
   token: string | undefined,
@@ -44,9 +33,8 @@ function sessionIdOf (headers: Record<string, unknown>): string | undefined {
 }
 
 /**
- * Posts to `path` of a Fastify app through `inject`: no port, no socket. The reply is read as the
- * app writes it (light-my-request's `payloadAsStream`, from its 6.2; before, once it is complete),
- * so a test answers what a 2025-era call asks while its reply is open.
+ * Reads the reply as the app writes it (`payloadAsStream`, light-my-request 6.2 or later; older ones give it once
+ * complete), so a test answers what a 2025-era call asks while its reply is open.
  */
 export function injectTransport (app: FastifyInstance, path: string): Transport {
   return async (headers, body) => {
@@ -67,9 +55,8 @@ export function injectTransport (app: FastifyInstance, path: string): Transport 
 }
 
 /**
- * Posts to a URL, reading the body as it streams in. `node:http` rather than `fetch`, which drops
- * a `host` header: a test of virtual hosts or of the Host check must be able to set it. Redirects
- * are not followed, and nothing asks for compression.
+ * `node:http` rather than `fetch`, which drops a `host` header that tests of virtual hosts and the Host check set.
+ * Redirects are not followed, and nothing asks for compression.
  */
 export function httpTransport (url: URL): Transport {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
@@ -89,7 +76,6 @@ export function httpTransport (url: URL): Transport {
   })
 }
 
-/** The value of a JSON text, or undefined when it does not parse. */
 function parseJson (text: string): unknown {
   try {
     return JSON.parse(text)
@@ -98,14 +84,10 @@ function parseJson (text: string): unknown {
   }
 }
 
-/**
- * Splits an event stream into the JSON of its `data:` fields, one message per event (undefined
- * when it does not parse).
- */
+/** The JSON of each event's `data:` fields, one message per event (undefined when it does not parse). */
 export class EventStreamParser {
   #buffer = ''
 
-  /** Adds a chunk; returns the messages of the events it completed. */
   push (chunk: string): unknown[] {
     this.#buffer = (this.#buffer + chunk).replace(/\r\n/g, '\n')
     const messages: unknown[] = []
@@ -121,20 +103,20 @@ export class EventStreamParser {
     return messages
   }
 
-  /** Ends the stream; returns the message of a last event that lacked its blank line. */
+  /** Flushes a last event that lacked its blank line. */
   end (): unknown[] {
     return this.push('\n\n')
   }
 }
 
-/** A read reply: the one JSON-RPC response (or whatever JSON came instead), and the raw text of a non-JSON body. */
+/** `message`: the JSON-RPC response, or whatever JSON came instead; `text`: the raw text of a non-JSON body. */
 export interface ReadReply {
   status: number
   message: unknown
   text: string
 }
 
-/** A request the server sent the client on a reply's event stream (2025-era elicitation, sampling, roots, ping). */
+/** Sent by a 2025-era server on a reply's event stream: elicitation, sampling, roots, ping. */
 export interface ServerRequest {
   jsonrpc: '2.0'
   id: string | number
@@ -143,10 +125,8 @@ export interface ServerRequest {
 }
 
 /**
- * Reads a reply: parses a JSON body, or an event stream, where each message without an `id`
- * is a notification passed to `onNotification` and the message with one is the response.
- * Given `onRequest`, a message with an `id` and a `method` is a request of the server's, passed
- * to it as it arrives. JSON that does not parse reads as no message.
+ * In an event stream a message without `id` is a notification; given `onRequest`, one with `id` and `method` is a
+ * server request, passed on as it arrives; the rest is the response. JSON that does not parse reads as no message.
  */
 export async function readReply (reply: RawReply, onNotification: (message: Record<string, unknown>) => void,
   onRequest?: (request: ServerRequest) => void): Promise<ReadReply> {

@@ -1,31 +1,21 @@
-/**
- * What the endpoint tells of each call: observers see a call begin (once its context is made) and
- * end (its outcome, once the reply is written). The log line is one observer; tracing is another.
- */
+/** Call observers (the log line, tracing): each sees a call begin, once its context is made, and end. */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { kCallState, type McpContext } from '../context.js'
 
 /** How a call ended: its result, an `isError` tool result, or a JSON-RPC error with its code. */
 export interface CallEnd {
   outcome: 'complete' | 'input_required' | 'tool_error' | 'error'
-  /** The JSON-RPC error code, for an error. */
   code?: number
-  /** The JSON-RPC error message the client got, for an error. */
   message?: string
 }
 
-/** What an observer does with a call it saw begin. */
 export interface CallWatch {
   /** Told how the call ended, once its reply is written. */
   ended (end: CallEnd, reply: FastifyReply): void
-  /**
-   * Runs the call's dispatch in a scope of the observer's: tracing runs it in the call's span, so
-   * the handler's own spans nest in it.
-   */
+  /** Runs the dispatch in the observer's scope (tracing: the call's span, so the handler's spans nest in it). */
   within?<T> (dispatch: () => T): T
 }
 
-/** Watches calls; `begin` returns what to do with the call. */
 export interface CallObserver {
   begin (request: FastifyRequest, ctx: McpContext): CallWatch
 }
@@ -42,16 +32,10 @@ export function targetOf (ctx: McpContext): string | undefined {
   return typeof target === 'string' ? target.slice(0, 200) : undefined
 }
 
-/**
- * What an observer returns for a call it has nothing to do for: the route skips its scope, and no
- * one allocates a watch.
- */
+/** Returned for a call an observer has nothing to do for: the route skips its scope and allocates no watch. */
 export const UNWATCHED: CallWatch = Object.freeze({ ended: () => {} })
 
-/**
- * One info line per call: what was called, which round, how it ended, how long it took. Whether
- * info is enabled is read when the call begins: a level changed mid-call applies from the next one.
- */
+/** One info line per call; the level is read when a call begins, so a change applies from the next call. */
 export const callLog: CallObserver = {
   begin: (request, ctx) => !infoEnabled(request.log)
     ? UNWATCHED
@@ -72,10 +56,7 @@ export const callLog: CallObserver = {
       },
 }
 
-/**
- * Several observers as one: told in order; the dispatch runs within each one's scope, the first
- * outermost. Observers with nothing to do for a call are left out of it.
- */
+/** Several observers as one, told in order, the first one's scope outermost; idle ones are left out of a call. */
 export function observers (list: readonly CallObserver[]): CallObserver {
   if (list.length === 1) return list[0]
   return {
@@ -94,7 +75,6 @@ export function observers (list: readonly CallObserver[]): CallObserver {
   }
 }
 
-/** The watches of several observers as one. */
 function combined (watches: CallWatch[]): CallWatch {
   const scoped = watches.filter((watch) => watch.within !== undefined)
   return {

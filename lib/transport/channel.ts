@@ -16,16 +16,12 @@ function event (message: object): string {
 }
 
 /**
- * The open replies of one mocapi registration, and how they end when the server closes: their
- * signals are aborted at once, handlers get `grace` ms to finish, and what is still open then is
- * ended with an error.
+ * The open replies of one registration. On close their signals abort at once, and what is still open after
+ * `grace` ms is ended with an error.
  */
 export class Lifecycle {
   #closing = false
-  /**
-   * The open replies, as a doubly linked list: a Set churned once per request kept dead requests
-   * alive (bench/README.md#churn).
-   */
+  /** A doubly linked list: a Set churned once per request keeps dead requests alive (bench/README.md#churn). */
   #head: OpenReply | undefined
   readonly #grace: number
   readonly #closeIdleConnections: () => void
@@ -82,13 +78,11 @@ export class Lifecycle {
     }, this.#grace)
   }
 
-  /** The server closed: nothing is left to wait for. */
   closed (): void {
     clearTimeout(this.#timer)
   }
 }
 
-/** One open reply in a {@link Lifecycle}'s list. */
 interface OpenReply {
   readonly channel: ReplyChannel
   prev: OpenReply | undefined
@@ -96,18 +90,12 @@ interface OpenReply {
   tracked: boolean
 }
 
-/**
- * While the server closes, a reply asks the client to close its connection, so a keep-alive
- * connection does not hold `app.close()` open until it times out.
- */
+/** While closing, asks the client to close its connection, so keep-alive does not hold `app.close()` open. */
 export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): FastifyReply {
   return lifecycle.closing ? reply.header('connection', 'close') : reply
 }
 
-/**
- * The replies that wait behind an earlier one on a pipelined connection, by socket: told through
- * one listener when it closes.
- */
+/** Pipelined replies still waiting behind an earlier one, by socket: one 'close' listener tells them all. */
 const queued = new WeakMap<Socket, Set<ReplyChannel>>()
 
 /** Aborts `channel` when `socket` closes; the returned function forgets it. */
@@ -127,17 +115,14 @@ function abortOnClose (socket: Socket, channel: ReplyChannel): () => void {
   return () => { set.delete(channel) }
 }
 
-/** How much a reply stream may hold unsent, and where it says why it gave up. */
 export interface ChannelLimits {
   /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. */
   maxBufferedBytes: number
 }
 
 /**
- * The reply of one MCP request. It stays a plain JSON reply unless the handler emits a
- * notification, which turns it into a `text/event-stream` whose last event is the response.
- * Once the client goes away, nothing more is written and `signal` is aborted. A client that
- * stops reading is cut off once `maxBufferedBytes` wait unsent.
+ * The reply of one MCP request: plain JSON unless the handler emits a notification, which turns it into an event
+ * stream whose last event is the response. A client that stops reading is cut off past `maxBufferedBytes`.
  */
 export class ReplyChannel implements NotificationStream {
   readonly #reply: FastifyReply
@@ -167,8 +152,7 @@ export class ReplyChannel implements NotificationStream {
     this.#log = log
     this.#entry = lifecycle.track(this)
     const raw = reply.raw
-    // The reply of a pipelined request waits behind the ones before it, with no socket yet: it would
-    // hear nothing of the client leaving (Node closes only the reply that has the socket), so the socket tells it.
+    // A queued pipelined reply has no socket, and Node closes only the reply that has it: the socket must tell it.
     const unqueue = raw.socket === null ? abortOnClose(reply.request.raw.socket, this) : undefined
     raw.once('close', () => {
       unqueue?.()
@@ -201,20 +185,13 @@ export class ReplyChannel implements NotificationStream {
       : this.#controller.signal.aborted
   }
 
-  /**
-   * Aborts the signal with `reason`. Until someone reads the signal, only the first reason is
-   * kept: most replies end without anyone holding it, and need no controller (bench/README.md#lazy-abort).
-   */
+  /** Until the signal is read, only the first reason is kept and no controller made (bench/README.md#lazy-abort). */
   abort (reason: string): void {
     if (this.#controller === undefined) this.#abortedFor ??= reason
     else if (!this.#controller.signal.aborted) this.#controller.abort(new DOMException(reason, 'AbortError'))
   }
 
-  /**
-   * Sends one message on the event stream, opening it if needed. False when the client is gone,
-   * the response is complete (a handler's background work may outlive its reply), or the stream
-   * was cut off for holding too much unsent.
-   */
+  /** Sends one message, opening the stream if needed; false once the client is gone, the reply done, or cut off. */
   notify (message: object): boolean {
     if (this.#finished || this.closed) return false
     const raw = this.#reply.raw
@@ -227,7 +204,6 @@ export class ReplyChannel implements NotificationStream {
     return true
   }
 
-  /** Turns the reply into an event stream: the status and headers go out now. Once. */
   open (): void {
     this.#streaming = true
     this.#reply.hijack()
@@ -253,10 +229,7 @@ export class ReplyChannel implements NotificationStream {
     this.#reply.raw.destroy()
   }
 
-  /**
-   * Sends the final message: as the body of a JSON reply, or as the last event of the stream. A
-   * batch's responses, an array, are one JSON array, or one event each.
-   */
+  /** Sends the final message as the JSON body or the last event; a batch's array is one body, or one event each. */
   finish (message: object, statusCode: number): FastifyReply | undefined {
     if (this.#finished) return undefined
     this.#finished = true

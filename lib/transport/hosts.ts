@@ -13,7 +13,6 @@ export function hostnameOf (hostHeader: string | undefined): string {
   return colon === -1 ? host : host.slice(0, colon)
 }
 
-/** Whether a host name is a loopback name or one the app listed in `allowedHosts`. */
 export function isKnownHost (name: string, allowedHosts: ReadonlySet<string>): boolean {
   return LOOPBACK_HOSTS.has(name) || allowedHosts.has(name)
 }
@@ -25,11 +24,7 @@ export function isLoopbackAddress (address: string | undefined): boolean {
   return LOOPBACK_ADDRESS.test(address ?? '')
 }
 
-/**
- * Refuses a request from a browser origin the app did not allow (any loopback origin when it set
- * no `allowedOrigins`), and a request that reached a loopback address naming a host the app does
- * not know: a DNS-rebinding page names its own host.
- */
+/** Refuses an origin the app did not allow, and a loopback request naming an unknown host (DNS rebinding). */
 export function checkOrigin (
   request: FastifyRequest,
   allowedOrigins: readonly string[] | undefined,

@@ -1,7 +1,6 @@
 /**
- * The 2025-era side of the endpoint: sessions sealed into `Mcp-Session-Id`, `initialize`, the
- * notifications and answers clients POST, 2025-03-26 batches, and the GET stream. Everything below
- * the transport (dispatch, features, the replay engine) is shared with 2026-07-28.
+ * The 2025-era side of the endpoint: sessions sealed into `Mcp-Session-Id`, `initialize`, the notifications and
+ * answers clients POST, 2025-03-26 batches and the GET stream. Dispatch and below is shared with 2026-07-28.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CallState, McpContext, eitherAborts, type ClientState, type NotificationStream, type Principal } from '../context.js'
@@ -40,10 +39,7 @@ const NOT_AWAITED = Object.freeze({
   error: { code: ErrorCode.InvalidRequest, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
 })
 
-/**
- * The stream of one request of a batch: its messages go onto the batch's reply until its call is
- * over; its signal is the reply's and its own, so `notifications/cancelled` ends this request alone.
- */
+/** One batch request's stream on the batch's reply; its own signal lets `notifications/cancelled` end it alone. */
 class BatchStream implements NotificationStream {
   readonly #channel: ReplyChannel
   readonly #cancel = new AbortController()
@@ -118,10 +114,7 @@ export class LegacyTransport implements Era {
     this.#delivery = new StreamDelivery(parts.exchange)
   }
 
-  /**
-   * The session a request names, checked against its caller and its version header: undefined
-   * when it names none; a 404 when the id is not a live session of this caller.
-   */
+  /** The session a request names, or undefined; a 404 when the id is not a live session of this caller. */
   #session (request: FastifyRequest, principal: Principal, headerVersion: string | undefined): Session | undefined {
     const id = header(request.headers, 'mcp-session-id')
     if (id === undefined) return undefined
@@ -147,11 +140,7 @@ export class LegacyTransport implements Era {
     }
   }
 
-  /**
-   * Reads a 2025-era POST: a request becomes a call; a notification or an answer is taken and
-   * answered 202. Only an answer waits, for its delivery: it gives a promise that settles once its
-   * reply is sent.
-   */
+  /** A request becomes a call; a notification or answer gets 202 (an answer's promise settles once that is sent). */
   prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Call | undefined | Promise<void> {
     const principal = principalOf(request, this.#principal)
     const headerVersion = header(request.headers, 'mcp-protocol-version')
@@ -179,12 +168,8 @@ export class LegacyTransport implements Era {
   }
 
   /**
-   * Reads a 2025-03-26 batch; any other revision has none, and is refused as before. Each request
-   * becomes a call that `respond` runs as the route runs a single one, on a stream of its own that
-   * writes onto the batch's one reply; each notification and answer is taken as if it came alone; a
-   * malformed message gets its error in its place. The promise settles once the reply is sent: 202
-   * when nothing needs an answer, else the responses and errors in the order of their messages, as
-   * a JSON array or as the last events of the stream (400 when no request was among them).
+   * A 2025-03-26 batch: each request is a call writing onto the batch's one reply, a malformed message gets its
+   * error in its place; 202 when nothing needs an answer, else answers in message order (400 if no request).
    */
   batch (request: FastifyRequest, reply: FastifyReply, body: unknown[], respond: Respond): Promise<void> {
     const headerVersion = header(request.headers, 'mcp-protocol-version')
@@ -280,19 +265,13 @@ export class LegacyTransport implements Era {
     else reply.code(400).send(refused)
   }
 
-  /**
-   * Delivers a client's answer to the request of its session that waits for it, wherever that
-   * runs: undefined once taken, else the error that says why not.
-   */
+  /** Hands a client's answer to its waiting request, wherever that runs: undefined once taken, else the error. */
   async #deliver (message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<object | undefined> {
     const delivery = await this.#exchange.answer(message, { session: session?.id ?? '', principal: principal.value })
     return delivery === 'accepted' ? undefined : NOT_AWAITED
   }
 
-  /**
-   * A GET with a session: a stream of list changes and of updates to the resources the session
-   * subscribed to, from this node, until the client leaves, the session expires or the server closes.
-   */
+  /** A session's GET stream of list changes and subscribed updates, until the client, session or server ends. */
   stream (request: FastifyRequest, reply: FastifyReply): void {
     const channel = new ReplyChannel(reply, 0, this.#lifecycle, this.#limits, request.log)
     const principal = principalOf(request, this.#principal)

@@ -1,7 +1,6 @@
 /**
- * The 2026-07-28 side of the endpoint: each request carries its version header, its client's
- * capabilities and info in `_meta`, and, on a retry, its requestState. Nothing is kept between
- * requests.
+ * The 2026-07-28 side of the endpoint, which keeps nothing between requests: each carries its version header, its
+ * client's capabilities and info in `_meta`, and on a retry its requestState.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CallState, McpContext } from '../context.js'
@@ -51,9 +50,7 @@ export class ModernTransport implements Era {
     const version = header(request.headers, 'mcp-protocol-version')
     if (version === undefined || version === '') throw headerMismatch('The MCP-Protocol-Version header is required')
     const meta = checkModernRequest(message, request.headers, version)
-    // Only server/discover gets here with another version: the route sends a request with a 2025
-    // header to its era, and refuses one with an unknown version. A 2025 revision has no
-    // server/discover, so the versions it is served at are 2026-07-28 alone, whatever else is.
+    // Only server/discover reaches here with another version; no 2025 revision has it, so it is 2026-07-28 alone.
     if (version !== PROTOCOL_VERSION) {
       if (!LEGACY_VERSIONS.includes(version)) throw unsupportedVersion(version, parts.supportedVersions)
       throw unsupportedVersion(version, [PROTOCOL_VERSION],

@@ -37,13 +37,8 @@ export function resolveProtectedResource (value: unknown): ProtectedResourceOpti
 }
 
 /**
- * Serves RFC 9728 metadata at `/.well-known/oauth-protected-resource` and its path-suffixed
- * form, and tells 401 replies where to find it. The metadata routes carry
- * `config.mcpPublic = true`, so an app-wide auth hook can let them through.
- *
- * The resource URL is the configured `resource`. Without one, it is derived from the request,
- * but only for a `Host` that is a loopback name or listed in `allowedHosts`: a forged Host must
- * never become the resource a client is sent to authorize for, nor land in a cache.
+ * Serves RFC 9728 metadata (under `config.mcpPublic`, for app-wide auth hooks) and points 401s at it. With no
+ * `resource` set, only a known Host derives it: a forged Host must not become what a client authorizes for.
  */
 export class ProtectedResource {
   readonly #options: ProtectedResourceOptions
@@ -56,10 +51,7 @@ export class ProtectedResource {
     this.#allowedHosts = allowedHosts
   }
 
-  /**
-   * The resource URL: the configured one, or the endpoint as this request reached it when its host
-   * is known; else undefined.
-   */
+  /** The configured resource URL, else the endpoint as reached when its host is known, else undefined. */
   resource (request: FastifyRequest): string | undefined {
     if (this.#options.resource !== undefined) return this.#options.resource
     if (!isKnownHost(hostnameOf(request.host), this.#allowedHosts)) return undefined

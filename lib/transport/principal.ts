@@ -5,19 +5,13 @@ import { isPlainObject } from '../protocol/wire.js'
 const ANONYMOUS: Principal = Object.freeze({ value: null, state: 'anonymous' })
 const UNBOUND: Principal = Object.freeze({ value: null, state: 'unbound' })
 
-/** A principal made of an id: a string, or a finite number written as one. */
 function bound (id: unknown): Principal | undefined {
   if (typeof id === 'string') return { value: id, state: 'bound' }
   if (typeof id === 'number' && Number.isFinite(id)) return { value: String(id), state: 'bound' }
   return undefined
 }
 
-/**
- * The caller of a request. With the app's own `principal` function: what it returns, `null` or
- * `undefined` meaning anonymous. By default: `request.user` when a string, else its `sub`; a
- * request with a `request.user` that has neither is authenticated without a principal, which
- * fails closed: the replay engine refuses its interactive rounds rather than treat it as anonymous.
- */
+/** A user with no usable id is unbound, not anonymous: it fails closed (the replay engine refuses its rounds). */
 export function principalOf (
   request: FastifyRequest,
   custom: ((request: FastifyRequest) => unknown) | undefined

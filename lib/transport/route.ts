@@ -1,15 +1,6 @@
 /**
- * The MCP endpoint, read top to bottom:
- *
- *   onRequest   Origin and Host checks
- *   preHandler  the JSON-RPC message; its era (2026-07-28 or 2025), whose transport reads it into a
- *               call and fills `request.mcp`, or answers it (a notification, a client's answer); a
- *               2025-03-26 batch is served whole here, each of its calls run by `respond`
- *   handler     `dispatch(ctx)`: the method's lookup, params check and run; the result shaped by
- *               the call's era, as JSON or as the last event of a stream
- *   errors      anything thrown on the way becomes a JSON-RPC error with its HTTP status
- *
- * It is registered in its own encapsulated context so its error handler applies to it alone.
+ * The MCP endpoint, in a context of its own so its error handler applies to it alone: onRequest checks Origin and
+ * Host, preHandler reads the message into its era's call, handler dispatches, and errors become JSON-RPC errors.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { McpContext } from '../context.js'
@@ -26,12 +17,8 @@ import type { ModernTransport } from './modern.js'
 import type { ProtectedResource } from './oauth.js'
 
 /**
- * The codes fast-jwt gives a bearer token that fails verification: the token is at fault, and the
- * answer is 401. `@fastify/jwt` (10.x) gives a status to some and passes the others on without
- * one: a token not yet valid (`nbf`), of a refused algorithm, type or crit header, with a claim of
- * the wrong type, a payload that is no object, or a signature its key cannot read. Left out, as
- * the server's own failures (500, logged): a bad option, a missing or unusable key, a key that
- * could not be fetched, a failed signing.
+ * fast-jwt codes for a token that fails verification: the token is at fault, so 401, though `@fastify/jwt` gives
+ * some no status. Bad options, keys and signing are the server's own failures, left out (500, logged).
  */
 const TOKEN_FAILURES: ReadonlySet<unknown> = new Set([
   'FAST_JWT_INACTIVE',
@@ -49,12 +36,7 @@ const TOKEN_FAILURES: ReadonlySet<unknown> = new Set([
   'FAST_JWT_VERIFY_ERROR',
 ])
 
-/**
- * Turns any error raised while serving the endpoint into a JSON-RPC error. Handlers' errors never
- * get here (each feature maps its own); what does comes from mocapi, from Fastify reading the
- * body, or from the app's own hooks, whose 4xx (an auth check's 401, a rate limit's 429) stand.
- * A bearer token's verification failure is 401 even when its library gave it no status.
- */
+/** Errors of mocapi, body parsing and the app's hooks (whose 4xx stand) as JSON-RPC; handlers' never get here. */
 function toMcpError (error: unknown): McpError {
   if (error instanceof McpError) return error
   const fastify = (typeof error === 'object' && error !== null ? error : {}) as Partial<FastifyError>
@@ -67,7 +49,6 @@ function toMcpError (error: unknown): McpError {
   return internalError()
 }
 
-/** What the endpoint is made of. */
 export interface Endpoint {
   path: string
   bodyLimit: number
@@ -83,12 +64,7 @@ export interface Endpoint {
   protectedResource: ProtectedResource | undefined
 }
 
-/**
- * Whether a message is of the 2025 era, by the rules of the spec: `server/discover` or a
- * 2026-07-28 version header is modern; a 2025 version header, `initialize` or a session id is
- * legacy; a request with no header of either kind is modern (and refused for lacking the header).
- * Any other version is -32022, naming every version served.
- */
+/** By the spec: a message with no version header, session id or `initialize` is modern (and refused for it). */
 function isLegacy (message: Message, headers: FastifyRequest['headers'], supported: readonly string[]): boolean {
   if (message.kind === 'request' && message.method === 'server/discover') return false
   const version = header(headers, 'mcp-protocol-version')
@@ -101,7 +77,6 @@ function isLegacy (message: Message, headers: FastifyRequest['headers'], support
   return message.kind === 'request' && message.method === 'initialize'
 }
 
-/** The endpoint's routes, as a plugin registered in a context of their own. */
 export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): Promise<void> {
   const { modern, legacy, lifecycle, protectedResource, observer } = endpoint
   // The call of a request rides on the request under a decorated symbol (bench/README.md#call-symbol).
@@ -177,7 +152,6 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
     return { jsonrpc: '2.0', id: call.ctx.id, result: completed(call, result, reply) }
   }
 
-  /** The call's dispatch: the method's lookup, params check and run, in its observers' scope. */
   function run (call: Call): Promise<JsonObject> {
     const { ctx, watch } = call
     const { dispatcher } = call.era
@@ -186,7 +160,6 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
       : watch.within(() => dispatcher.dispatch(ctx))) as Promise<JsonObject>
   }
 
-  /** A call that returned: over, its end told to its observers, its result in its era's shape. */
   function completed (call: Call, result: JsonObject, reply: FastifyReply): JsonObject {
     call.untrack()
     call.watch.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)

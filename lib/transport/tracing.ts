@@ -1,11 +1,6 @@
 /**
- * OpenTelemetry for calls, by the MCP semantic conventions: a SERVER span per call, named
- * `{mcp.method.name} {target}`, whose parent is the trace context the client put in `params._meta`
- * (the ambient HTTP span is linked), and the `mcp.server.operation.duration` histogram.
- *
- * `@opentelemetry/api` is an optional peer, imported when the plugin registers: without it there
- * is no tracing; with it and no SDK registered, every span and record is the API's no-op. mocapi
- * never makes HTTP spans: `@fastify/otel` or the http instrumentation own that layer.
+ * OpenTelemetry for calls by the MCP semantic conventions: a SERVER span parented on `params._meta`'s trace context
+ * (the HTTP span, which mocapi never makes, is linked) and the `mcp.server.operation.duration` histogram.
  */
 import type * as Otel from '@opentelemetry/api'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
@@ -35,10 +30,7 @@ const META_VALUE_LENGTH = 8192
 
 const RESOURCE_METHODS = new Set(['resources/read', 'resources/subscribe', 'resources/unsubscribe'])
 
-/**
- * Reads the trace context keys of `params._meta` (`traceparent`, `tracestate`, `baggage`): own
- * string values of bounded length only.
- */
+/** Reads `traceparent`, `tracestate` and `baggage` from `_meta`: own string values of bounded length only. */
 const metaGetter: Otel.TextMapGetter<Record<string, unknown>> = {
   keys: (meta) => Object.keys(meta),
   get: (meta, key) => {
@@ -54,27 +46,19 @@ function bounded (value: string, length: number): string {
   return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
 }
 
-/** The tool or prompt a call names, when it names one. */
 function targetOf (ctx: McpContext): string | undefined {
   if (ctx.method !== 'tools/call' && ctx.method !== 'prompts/get') return undefined
   const name = ctx.params.name
   return typeof name === 'string' ? bounded(name, NAME_LENGTH) : undefined
 }
 
-/**
- * Sets the GenAI attributes: `execute_tool` on a tool call, and the name of the tool or prompt,
- * when there is one to record.
- */
 function setTarget (attributes: Otel.Attributes, method: string, target: string | undefined): void {
   if (method === 'tools/call') attributes['gen_ai.operation.name'] = 'execute_tool'
   if (target === undefined) return
   attributes[method === 'tools/call' ? 'gen_ai.tool.name' : 'gen_ai.prompt.name'] = target
 }
 
-/**
- * The span's attributes when it starts: the method and its target, the version, the request id,
- * the resource, the 2025-era session (its random id, never the sealed one).
- */
+/** The span's start attributes; the 2025-era session is its random id, never the sealed one. */
 function spanAttributes (ctx: McpContext, method: string, target: string | undefined): Otel.Attributes {
   const attributes: Otel.Attributes = {
     'mcp.method.name': method,
@@ -89,21 +73,14 @@ function spanAttributes (ctx: McpContext, method: string, target: string | undef
   return attributes
 }
 
-/**
- * `error.type` by the conventions: the code of a server-side error, `tool_error` for an `isError`
- * result; none for the client's mistakes.
- */
+/** `error.type` by the conventions: none for the client's mistakes. */
 function errorTypeOf (end: CallEnd): string | undefined {
   if (end.outcome === 'tool_error') return 'tool_error'
   if (end.outcome === 'error' && !CLIENT_MISTAKES.has(end.code as number)) return String(end.code)
   return undefined
 }
 
-/**
- * The metric's attributes: the conventions' without the per-request ones. What a client makes up
- * stays out, so it cannot grow a series per request: an unknown method (-32601) is `_OTHER`, and
- * a name the call was refused for (-32602) is left out.
- */
+/** The conventions' metric attributes, minus anything a client makes up: it must not grow a series per request. */
 function metricAttributes (
   ctx: McpContext,
   method: string,
@@ -121,10 +98,7 @@ function metricAttributes (
   return attributes
 }
 
-/**
- * The context the HTTP layer gives the call: `@fastify/otel`'s request span when it is there (the
- * hook spans it makes around mocapi's own hooks are no place for a call), else the active one.
- */
+/** `@fastify/otel`'s request span when there (its spans around mocapi's hooks are no parent for a call). */
 function ambientOf (api: Api, request: FastifyRequest): Otel.Context {
   const otel = (request as { opentelemetry?: unknown }).opentelemetry
   if (typeof otel === 'function') {
@@ -134,10 +108,7 @@ function ambientOf (api: Api, request: FastifyRequest): Otel.Context {
   return api.context.active()
 }
 
-/**
- * The call's parent: the context the client sent in `_meta`, over the ambient one; the ambient one
- * when `_meta` has none or a propagator chokes on it.
- */
+/** The context the client sent in `_meta`, else the ambient one (also when a propagator throws). */
 function parentOf (api: Api, ambient: Otel.Context, meta: unknown): Otel.Context {
   if (!isPlainObject(meta)) return ambient
   try {
@@ -155,10 +126,7 @@ function linksOf (api: Api, ambient: Otel.Context, parent: Otel.Context): Otel.L
   return api.trace.getSpanContext(parent)?.spanId === transport.spanId ? undefined : [{ context: transport }]
 }
 
-/**
- * Runs a dispatch in the call's span, so the handler's own spans nest in it and it sees the
- * baggage `_meta` brought.
- */
+/** Runs a dispatch in the call's span, so the handler's spans nest in it and it sees the baggage `_meta` brought. */
 function scoped (api: Api, parent: Otel.Context, span: Otel.Span): <T>(dispatch: () => T) => T {
   const scope = api.trace.setSpan(parent, span)
   return (dispatch) => api.context.with(scope, dispatch)
@@ -172,9 +140,8 @@ export function callTracer (api: Api): CallObserver {
     unit: 's',
     advice: { explicitBucketBoundaries: DURATION_BUCKETS },
   })
-  // With no SDK, the API hands out its own no-op objects; a call then has nothing to trace, and
-  // skips the span, its attributes and the clock. The tracer provider is looked up per call, as an
-  // SDK registered after the plugin still gets its spans; the histogram is fixed by now.
+  // With no SDK a call skips the span, its attributes and the clock. The tracer provider is looked up per call,
+  // so an SDK registered after the plugin still gets spans; the histogram is fixed by now.
   const noTracerProvider = new api.ProxyTracerProvider().getDelegate()
   const noMetric = duration === api.createNoopMeter().createHistogram('mcp.server.operation.duration')
   const idle = !noMetric
@@ -199,8 +166,7 @@ export function callTracer (api: Api): CallObserver {
         links: linksOf(api, ambient, parent),
       }, parent)
       return {
-        // With no SDK, the span is the API's invalid no-op: unless `_meta` brought a context, there is
-        // nothing to run the dispatch in.
+        // With no SDK and no context from `_meta`, the span is an invalid no-op: nothing to run the dispatch in.
         within: parent === ambient && !api.trace.isSpanContextValid(span.spanContext())
           ? undefined
           : scoped(api, parent, span),
@@ -229,10 +195,7 @@ function notInstalled (error: unknown): boolean {
   return code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND'
 }
 
-/**
- * The tracing observer, or undefined when `@opentelemetry/api` is not installed (silently) or
- * cannot be loaded (with a warning: tracing is not worth failing the app for).
- */
+/** Undefined without `@opentelemetry/api`, or with a warning if it fails to load: tracing is not worth failing for. */
 export async function callTracing (
   log: FastifyBaseLogger,
   load: ApiLoader = importApi

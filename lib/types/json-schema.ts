@@ -1,24 +1,15 @@
-/**
- * The TypeScript type of the values a JSON Schema accepts, read from the schema's own literal type,
- * as Fastify's type providers type `request.body`. Types only: nothing here runs.
- *
- * A TypeBox 0.x schema gives its `Static` type, found by TypeBox's phantom `static` property, so
- * mocapi depends on no schema library. Anything else is read as JSON Schema: a literal written
- * `as const` or inline in `app.mcp.tool(...)`, or a TypeBox 1.x schema, whose types are JSON Schema
- * literals. It reads `type` (one name or a list), `properties` and `required`,
- * `additionalProperties`, `items` and `prefixItems` (with `minItems`), `enum`, `const`, `anyOf`,
- * `oneOf`, `allOf` and `nullable`. What it cannot read (`$ref`, `not`, `if`, a widened
- * `type: string`, …) is `unknown`, never `any`; so is what lies deeper than {@link MaxDepth} levels.
- */
-
 /** Levels of nesting read, so that no schema makes the compiler recurse without end. */
 type MaxDepth = 10
 /** `Down[D]` is `D - 1`; `never` below zero, where reading stops. */
 type Down = [never, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 
 /**
- * The type of the values `Schema` accepts: TypeBox's `Static` type for a TypeBox schema, else what
- * its JSON Schema literal says; `unknown` where it cannot tell.
+ * The type of the values `Schema` accepts, as Fastify's type providers type `request.body`. A TypeBox 0.x schema gives
+ * its `Static` type (found by its phantom `static`, so mocapi depends on no schema library). Anything else is read as
+ * JSON Schema: a literal (`as const` or inline in `app.mcp.tool(...)`) or a TypeBox 1.x schema. It reads `type` (a
+ * name or a list), `properties`, `required`, `additionalProperties`, `items`, `prefixItems` (with `minItems`), `enum`,
+ * `const`, `anyOf`, `oneOf`, `allOf` and `nullable`. What it cannot read (`$ref`, `not`, `if`, a widened
+ * `type: string`, …) is `unknown`, never `any`; so is what lies deeper than {@link MaxDepth} (10) levels.
  */
 export type FromSchema<Schema> = 0 extends 1 & Schema
   ? unknown // a schema typed `any` says nothing
@@ -34,7 +25,6 @@ type Read<S, D extends number> = [D] extends [never]
       ? Nullable<S, Single<S, D>> & Union<S, 'anyOf', D> & Union<S, 'oneOf', D> & AllOf<S, D>
       : unknown
 
-/** What `const`, `enum` or `type` say; `unknown` without them. */
 type Single<S, D extends number> = S extends { const: infer C }
   ? C
   : S extends { enum: ReadonlyArray<infer E> }
