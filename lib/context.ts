@@ -12,44 +12,36 @@ import {
 
 export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './protocol/wire.js'
 
-/** Where a context sends notifications: the request's reply stream. */
 export interface NotificationStream {
-  /** Sends one JSON-RPC message on the stream; false when it could not (the client left, the reply is done). */
+  /** False when the message could not be sent (the client left, the reply is done). */
   notify (message: object): boolean
-  /** Aborted when the client goes away, or the server shuts down, before the response is complete. */
   readonly signal: AbortSignal
-  /** Whether `signal` is aborted, or would be once read: asked without making one. */
+  /** Read without making the signal, which most replies never need. */
   readonly aborted: boolean
 }
 
-/** What the client told the server about itself: in `_meta` of each request, or in its session. */
+/** From `_meta` of each request (2026-07-28), or from the 2025-era session. */
 export interface ClientState {
   readonly protocolVersion: string
   readonly capabilities: ClientCapabilities
   readonly info: Implementation | undefined
-  /** The least severe log level the client wants, or undefined for none. */
+  /** The least severe level the client wants; undefined for none. */
   readonly logLevel: LoggingLevel | undefined
-  /** The id of its 2025-era session; undefined for a 2026-07-28 request or a 2025-era one without a session. */
   readonly session?: string
-  /** When that session expires, in epoch milliseconds. */
+  /** Epoch ms. */
   readonly sessionExpiresAt?: number
 }
 
-/**
- * Who is calling: `anonymous` (no credentials), `bound` (a principal to bind tokens to), or
- * `unbound` (authenticated, but no principal could be derived: interactive rounds are refused).
- */
+/** `unbound`: authenticated, but no principal could be derived, so interactive rounds are refused. */
 export type PrincipalState = 'anonymous' | 'bound' | 'unbound'
 
-/** A caller: the principal bound into tokens and sessions, and what kind of caller it is. */
 export interface Principal {
   value: string | null
   state: PrincipalState
 }
 
-/** Where a handler's input requests go: the pass it runs in. */
+/** The pass a handler runs in. */
 export interface AskTarget {
-  /** The stored answer to `question` when the ledger has it, else a yield; `key` defaults to `<prefix>-<ordinal>`. */
   ask (question: Question, key: string | undefined, capabilities: ClientCapabilities): Promise<unknown>
   /** Aborted when the pass is over. */
   readonly signal: AbortSignal
@@ -61,10 +53,7 @@ export interface ElicitOptions {
   key?: string
 }
 
-/**
- * A signal aborted when either of two is, with the reason of the first. Not `AbortSignal.any`:
- * on Node 20 a signal it makes is kept for good once it has a listener (nodejs/node#54614).
- */
+/** Not `AbortSignal.any`: Node 20 keeps a signal it makes for good once it has a listener (nodejs/node#54614). */
 export function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
   const controller = new AbortController()
   if (a.aborted || b.aborted) {
@@ -84,30 +73,21 @@ export function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
 /** @internal The key of a context's {@link CallState}, for mocapi's own modules. */
 export const kCallState: unique symbol = Symbol('mocapi.callState')
 
-/**
- * @internal What mocapi keeps of a request beyond the context's public fields: who is calling
- * and what its client declared, where its notifications go, how its rounds reach the client,
- * and the pass its handler runs in.
- */
+/** @internal What mocapi keeps of a request beyond the context's public fields. */
 export class CallState {
   readonly client: ClientState
   readonly principal: Principal
   readonly stream: NotificationStream
   readonly delivery: Delivery
-  /** The pass the handler runs in; undefined outside an interactive handler. */
+  /** Undefined outside an interactive handler. */
   target: AskTarget | undefined
-  /** Which round of its call the request is: 1 for a first call, 0 for a method that takes no rounds. */
+  /** 1 for a first call, 0 for a method that takes no rounds. */
   round = 0
-  /** The context's signal in this pass, once read. */
   signal: AbortSignal | undefined
-  /** The last progress the handler reported in this pass. */
   lastProgress = -Infinity
-  /** The last progress sent: a 2025-era call replays on one stream, and its client must hear progress increase. */
+  /** A 2025-era call replays on one stream, and its client must hear progress increase. */
   sentProgress = -Infinity
-  /**
-   * Calls of `log()` in this pass, and the most any pass of the call made: a replayed pass's calls
-   * are not sent again.
-   */
+  /** `log()` calls in this pass, and the most any pass made: a replayed pass's calls are not sent again. */
   passLogs = 0
   madeLogs = 0
 
@@ -118,7 +98,6 @@ export class CallState {
     this.delivery = delivery
   }
 
-  /** Binds the context to the `round`-th pass of its handler. */
   enter (target: AskTarget, round: number): void {
     this.target = target
     this.round = round
@@ -129,10 +108,8 @@ export class CallState {
 }
 
 /**
- * The per-request MCP context: `request.mcp`, and the `ctx` every handler receives.
- *
- * It is made by mocapi for each request; its fields are read-only and its methods are the
- * whole of its API.
+ * The per-request MCP context: `request.mcp`, and the `ctx` every handler receives. mocapi makes it for each
+ * request; its fields are read-only and its methods are the whole of its API.
  */
 export class McpContext {
   /** The Fastify request. */
@@ -183,11 +160,10 @@ export class McpContext {
   }
 
   /**
-   * Aborted when the client goes away before the response is complete, when the server shuts
-   * down, and, in a handler, when its pass is over: it completed, or it asked for input and the
-   * round was answered `input_required` (work the handler left running should stop then). A
-   * handler whose client left, or whose server began to close, before it began is not run: a
-   * handler's signal is live when it begins, so a listener it adds hears the abort.
+   * Aborted when the client goes away before the response is complete, when the server shuts down, and, in a
+   * handler, when its pass is over: it completed, or it asked for input and the round was answered `input_required`
+   * (work the handler left running should stop then). A handler whose client left, or whose server began to close,
+   * before it began is not run: a handler's signal is live when it begins, so a listener it adds hears the abort.
    */
   get signal (): AbortSignal {
     const state = this[kCallState]
@@ -225,9 +201,9 @@ export class McpContext {
   }
 
   /**
-   * Asks the user to open a URL (URL-mode elicitation), for input that must not pass through
-   * the client, such as credentials. `accept` means the user agreed to open it, not that the
-   * out-of-band step is done. The same idempotency contract as `elicit()` applies.
+   * Asks the user to open a URL (URL-mode elicitation), for input that must not pass through the client, such as
+   * credentials. `accept` means the user agreed to open it, not that the out-of-band step is done. The same
+   * idempotency contract as `elicit()` applies.
    */
   elicitUrl (message: string, url: string, options: ElicitOptions = {}): Promise<{ action: 'accept' | 'decline' | 'cancel' }> {
     if (typeof message !== 'string' || typeof url !== 'string') {
@@ -237,11 +213,8 @@ export class McpContext {
   }
 
   /**
-   * Asks the client's model for a completion (`sampling/createMessage`) through the same
-   * replay engine and idempotency contract as `elicit()`.
-   *
-   * @deprecated Sampling is deprecated by SEP-2577 (MCP 2026-07-28) and keeps working until at
-   * least 2027-07-28.
+   * Asks the client's model for a completion (`sampling/createMessage`) under the idempotency contract of `elicit()`.
+   * @deprecated Sampling is deprecated by SEP-2577 (MCP 2026-07-28) and keeps working until at least 2027-07-28.
    */
   sample (params: CreateMessageParams, options: ElicitOptions = {}): Promise<CreateMessageResult> {
     if (!isPlainObject(params) || !Array.isArray(params.messages) || !Number.isSafeInteger(params.maxTokens) ||
@@ -252,11 +225,8 @@ export class McpContext {
   }
 
   /**
-   * Asks the client for its roots (`roots/list`) through the same replay engine and idempotency
-   * contract as `elicit()`.
-   *
-   * @deprecated Roots are deprecated by SEP-2577 (MCP 2026-07-28) and keep working until at
-   * least 2027-07-28.
+   * Asks the client for its roots (`roots/list`) under the idempotency contract of `elicit()`.
+   * @deprecated Roots are deprecated by SEP-2577 (MCP 2026-07-28) and keep working until at least 2027-07-28.
    */
   listRoots (options: ElicitOptions = {}): Promise<Root[]> {
     return this.#ask(ROOTS_QUESTION, options) as Promise<Root[]>
@@ -272,10 +242,9 @@ export class McpContext {
   }
 
   /**
-   * Reports progress with `notifications/progress`, when the request asked for it with
-   * `_meta.progressToken`. `progress` must increase from one call to the next within a pass of the
-   * handler; a replayed pass may report again what an earlier pass of the same request sent,
-   * which is not sent twice.
+   * Reports progress with `notifications/progress`, when the request asked for it with `_meta.progressToken`.
+   * `progress` must increase from one call to the next within a pass of the handler; a replayed pass may report
+   * again what an earlier pass of the same request sent, which is not sent twice.
    */
   progress (progress: number, total?: number, message?: string): void {
     const state = this[kCallState]
@@ -293,13 +262,10 @@ export class McpContext {
   }
 
   /**
-   * Sends an MCP log message (`notifications/message`) to the client, only when it asked for log
-   * messages (the request's `_meta`, or the session's `logging/setLevel`) and `level` is at or above
-   * the level it asked for.
-   *
-   * A 2025-era call replays its handler on one stream, so a replayed pass does not send again what
-   * an earlier pass of the same call logged: its first N calls, for the N calls an earlier pass
-   * made, are replays and stay unsent. In the 2026-07-28 era each round is its own request, and its
+   * Sends an MCP log message (`notifications/message`) to the client, only when it asked for log messages (the
+   * request's `_meta`, or the session's `logging/setLevel`) and `level` is at or above the level it asked for.
+   * A 2025-era call replays its handler on one stream, so a pass's first N calls, for the N calls an earlier pass
+   * of the call made, are replays and stay unsent. In the 2026-07-28 era each round is its own request, and its
    * stream carries every message of its pass.
    */
   log (level: LoggingLevel, data: unknown, logger?: string): void {

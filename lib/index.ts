@@ -92,8 +92,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections())
-  // Every open reply's signal aborts first: listen and GET streams end with their final result, waiting
-  // 2025-era calls stop waiting, and handlers get the grace period; so the server closes with no request hanging.
+  // Abort every open reply first (streams end, waiting calls stop, handlers get the grace): no request hangs on close.
   fastify.addHook('preClose', async () => {
     lifecycle.close()
   })

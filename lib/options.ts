@@ -193,11 +193,9 @@ const DEFAULT_ANSWER_TIMEOUT = 300_000
 /** The longest delay a Node timer keeps: a longer one fires after 1 ms. */
 const MAX_TIMER_MS = 2 ** 31 - 1
 const TIMER_BOUND = 'about 24.8 days, the longest timer Node keeps: a longer one fires at once'
-/** The most `requestState.maxTokenLength` may allow: 1 MiB of characters. */
 const MAX_TOKEN_LENGTH = 1024 * 1024
 const TOKEN_BOUND = '1 MiB of characters: every retry carries its token, and a request body is at most 1 MiB by default (bodyLimit)'
 
-/** A duration in ms that a timer waits out. */
 function timerMs (value: unknown, name: string, fallback: number): number {
   return boundedInteger(value, name, fallback, MAX_TIMER_MS, TIMER_BOUND)
 }
@@ -220,10 +218,7 @@ function serverInfoOf (value: unknown): ResolvedOptions['serverInfo'] {
   return title === undefined ? { name, version } : { name, version, title }
 }
 
-/**
- * Validates the plugin options and fills in defaults. Throws an `FST_MOCAPI_INVALID_OPTION`
- * TypeError that names the bad value.
- */
+/** Fills in defaults; throws an `FST_MOCAPI_INVALID_OPTION` TypeError naming the bad value. */
 export function resolveOptions (opts: unknown): ResolvedOptions {
   // Fastify hands a plugin `{}` when it is registered without options (or with null).
   const o = plainObject(opts, 'options')

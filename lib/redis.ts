@@ -1,5 +1,2 @@
-/**
- * `mocapi/redis`: the Redis pub/sub notification bus, kept apart from the core so that only the
- * apps that use it load the `redis` package (which they install themselves).
- */
+/** `mocapi/redis`: the Redis pub/sub bus, apart from the core so only apps using it load `redis` (they install it). */
 export { RedisBus, type RedisBusOptions, type RedisConnection } from './bus/redis.js'

@@ -1,17 +1,12 @@
-/**
- * Checks the answers a client gives to input requests before they enter the ledger. A form
- * answer keeps only the fields its requested schema declares, each of the type declared, so
- * nothing else reaches the handler or rides in later tokens.
- */
+/** Answers are checked before they enter the ledger, so nothing undeclared reaches the handler or rides in tokens. */
 import { digest } from '../digest.js'
 import { firstError, type SchemaCompiler, type Validator } from '../json-schema.js'
 import { deepFreeze, isPlainObject, type JsonObject } from '../protocol/wire.js'
 import { isBuilder, schemaJson, type PrimitiveSchemaDefinition, type RequestedSchema, type RequestedSchemaBuilder } from './schema.js'
 
-/** The most requested schemas a registration keeps. */
 export const MAX_FORMS = 256
 
-/** One answer from `inputResponses` once checked: the value the handler gets, or why it was refused. */
+/** The value the handler gets, or why the answer was refused. */
 export type Checked = { ok: true, value: unknown } | { ok: false, message: string }
 
 /** An elicitation result once checked: content only comes with `accept`. */
@@ -20,7 +15,6 @@ export type ElicitAnswer<T = Record<string, unknown>> =
   | { action: 'decline' }
   | { action: 'cancel' }
 
-/** The action of an elicitation result, or undefined when it is none of the three. */
 function actionOf (value: unknown): 'accept' | 'decline' | 'cancel' | undefined {
   if (!isPlainObject(value) || !Object.hasOwn(value, 'action')) return undefined
   const action = value.action
@@ -30,14 +24,13 @@ function actionOf (value: unknown): 'accept' | 'decline' | 'cancel' | undefined 
 const NOT_AN_OBJECT = { ok: false, message: 'result must be an object' } as const
 const BAD_ACTION = { ok: false, message: 'result.action must be one of accept, decline, cancel' } as const
 
-/** A URL-mode answer: only the action counts. */
+/** A URL-mode answer carries only its action. */
 export function checkUrlAnswer (value: unknown): Checked {
   if (!isPlainObject(value)) return NOT_AN_OBJECT
   const action = actionOf(value)
   return action === undefined ? BAD_ACTION : { ok: true, value: { action } }
 }
 
-/** A sampling answer: a `CreateMessageResult`. */
 export function checkSamplingAnswer (value: unknown): Checked {
   if (!isPlainObject(value)) return NOT_AN_OBJECT
   if (value.role !== 'user' && value.role !== 'assistant') return { ok: false, message: 'result.role must be user or assistant' }
@@ -54,7 +47,7 @@ function isBlock (value: unknown): boolean {
   return isPlainObject(value) && typeof value.type === 'string'
 }
 
-/** A roots answer: `{ roots: [{ uri, name? }] }`; the handler gets the roots. */
+/** The handler gets the roots array, not the result object. */
 export function checkRootsAnswer (value: unknown): Checked {
   const roots = isPlainObject(value) ? value.roots : undefined
   if (!Array.isArray(roots) || !roots.every((root) => isPlainObject(root) && typeof root.uri === 'string' && (root.name === undefined || typeof root.name === 'string'))) {
@@ -63,10 +56,7 @@ export function checkRootsAnswer (value: unknown): Checked {
   return { ok: true, value: roots }
 }
 
-/**
- * Labelled choices become a plain `enum`, so a wrong value reads the same whatever the select;
- * multi selects take no value twice.
- */
+/** Labelled choices become a plain `enum`, so a wrong value reads the same whatever the select. */
 function forAjv (property: PrimitiveSchemaDefinition): object {
   if ('oneOf' in property) return { type: 'string', enum: property.oneOf.map((c) => c.const) }
   if ('items' in property) {
@@ -76,7 +66,6 @@ function forAjv (property: PrimitiveSchemaDefinition): object {
   return property
 }
 
-/** The schema answers are checked against: the requested one, with selects made plain. */
 export function answerSchema (schema: RequestedSchema): object {
   const properties: JsonObject = {}
   for (const [name, property] of Object.entries(schema.properties)) {
@@ -90,7 +79,7 @@ export function answerSchema (schema: RequestedSchema): object {
   return schema.required === undefined ? { type: 'object', properties } : { type: 'object', properties, required: schema.required }
 }
 
-/** Turns a failure path into the path named in messages: `content.cabin`, `content.seats[1]`. */
+/** The path messages name: `content.cabin`, `content.seats[1]`. */
 function where (path: string[]): string {
   return 'content' + path.map((key, depth) => {
     if (depth > 0) return `[${key}]`
@@ -98,24 +87,17 @@ function where (path: string[]): string {
   }).join('')
 }
 
-/** What a registration keeps of one requested schema, for as long as it is asked. */
+/** One requested schema of a registration: digested, rendered and frozen once; validator compiled on first answer. */
 export interface Form {
-  /** The digest standing for the schema in ledger fingerprints. */
   readonly shape: string
-  /** The schema as sent, rendered and frozen once. */
   readonly schema: RequestedSchema
-  /** The names of the fields it asks for: what an answer may carry. */
+  /** What an answer may carry. */
   readonly fields: readonly string[]
-  /** Its validator and the schema it was compiled from, once an answer came. */
   answers: { schema: object, validate: Validator } | undefined
   used: number
 }
 
-/**
- * The requested schemas of one registration, keyed by their JSON text: a schema built inline on
- * every round is digested, rendered and compiled once, and the most recently used {@link MAX_FORMS}
- * are kept (bench/README.md#questions).
- */
+/** Keyed by JSON text, so a schema built inline on every round is still compiled once (bench/README.md#questions). */
 export class FormAnswers {
   readonly #compiler: SchemaCompiler
   readonly #forms = new Map<string, Form>()
@@ -125,7 +107,6 @@ export class FormAnswers {
     this.#compiler = compiler
   }
 
-  /** The form of a builder's schema. */
   of (builder: RequestedSchemaBuilder<object>): Form {
     const json = schemaJson(builder)
     const used = ++this.#uses
@@ -135,14 +116,13 @@ export class FormAnswers {
       return form
     }
     if (this.#forms.size >= MAX_FORMS) this.#evict()
-    // A builder's schema is frozen; an object that only has one is read from its text, so later changes to it are not.
+    // A hand-made object's schema is read back from its text, so later changes to the object are not seen.
     const schema = isBuilder(builder) ? builder.schema : deepFreeze(JSON.parse(json) as RequestedSchema)
     form = { shape: digest('elicit', json), schema, fields: Object.keys(schema.properties), answers: undefined, used }
     this.#forms.set(json, form)
     return form
   }
 
-  /** Checks an answer to a form; its validator is compiled on the first answer. */
   check (form: Form, value: unknown): Checked {
     if (!isPlainObject(value)) return NOT_AN_OBJECT
     const action = actionOf(value)
@@ -150,11 +130,11 @@ export class FormAnswers {
     if (action !== 'accept') return { ok: true, value: { action } }
     const given = Object.hasOwn(value, 'content') ? value.content : undefined
     if (!isPlainObject(given)) return { ok: false, message: 'content must be an object' }
-    // Only the declared fields, read as own properties: what the schema does not ask for never arrives.
+    // Only declared own properties: what the schema does not ask for never arrives.
     const content: JsonObject = {}
     for (const name of form.fields) {
       if (!Object.hasOwn(given, name)) continue
-      // Assignment makes an own property of any name but __proto__, which it would take for the prototype.
+      // Assigning __proto__ would set the prototype, not an own property.
       if (name === '__proto__') Object.defineProperty(content, name, { value: given[name], enumerable: true, writable: true, configurable: true })
       else content[name] = given[name]
     }
@@ -168,7 +148,7 @@ export class FormAnswers {
     return { ok: false, message: `${where(error.path)} ${error.message}` }
   }
 
-  /** Drops the least recently used form, found by a scan so a hit does not churn the Map (bench/README.md#churn). */
+  /** Finds the least recently used form by a scan, so a hit does not churn the Map (bench/README.md#churn). */
   #evict (): void {
     let oldest: string | undefined
     let oldestUse = Infinity

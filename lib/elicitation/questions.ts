@@ -1,52 +1,40 @@
-/**
- * The kinds of input request a handler can make: a form, a URL to open, a sampling request, a
- * roots request. Each knows what stands for it in the ledger (its shape's digest and its text),
- * its size as sent, its wire request, the check of its answer and the capability it needs.
- */
+/** One object per ask, its wire request built only when sent: a replay reads the ledger (bench/README.md#questions). */
 import { digest } from '../digest.js'
 import { isPlainObject, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type Checked, type Form, type FormAnswers } from './answers.js'
 import { schemaJson, type RequestedSchemaBuilder } from './schema.js'
 
-/** The prefixes of default input keys. */
 export type KeyPrefix = 'elicit' | 'sample' | 'roots'
 
-// Default keys are constants rather than made per ask: V8 looks a fresh string up in its string
-// table wherever it is used as a property name (bench/README.md#default-keys).
+// Constants, not made per ask: V8 looks a fresh string up in its string table wherever it is used as a property name.
 const DEFAULT_KEYS: Readonly<Record<KeyPrefix, readonly string[]>> = {
   elicit: Array.from({ length: 64 }, (_, i) => `elicit-${i + 1}`),
   sample: Array.from({ length: 64 }, (_, i) => `sample-${i + 1}`),
   roots: Array.from({ length: 64 }, (_, i) => `roots-${i + 1}`),
 }
 
-/** The key of the `ordinal`-th input request (from 0) when the handler gives none: `elicit-1`, `sample-2`. */
+/** `ordinal` counts from 0; keys from 1: `elicit-1`. */
 export function defaultKey (prefix: KeyPrefix, ordinal: number): string {
   return DEFAULT_KEYS[prefix][ordinal] ?? `${prefix}-${ordinal + 1}`
 }
 
-/** The kinds of input request. */
 export type QuestionKind = 'elicit' | 'elicitUrl' | 'sample' | 'roots'
 
-/** One input request, as the replay engine sees it. */
 export interface Question {
   readonly kind: QuestionKind
-  /** The prefix of its default input key: `elicit-1`, `sample-2`, `roots-3`. */
   readonly prefix: KeyPrefix
-  /** The digest of its shape (the requested schema, the URL, the sampling params); `forms` keeps a registration's. */
+  /** The digest of the schema, URL or sampling params; `forms` caches a registration's schemas. */
   shapeOf (forms: FormAnswers): string
-  /** The text shown to the user; empty for sampling and roots. */
+  /** Empty for sampling and roots. */
   readonly text: string
-  /** About how many characters it takes when sent. */
+  /** About its characters as sent, which the round's budget bounds. */
   readonly size: number
-  /** The capabilities it needs that `capabilities` lacks, or undefined when the client has them. */
+  /** The capabilities the client lacks, or undefined. */
   missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined
-  /** The wire request, made only when it is sent (a replayed round that finds the answer never needs it). */
   build (forms: FormAnswers): InputRequest
-  /** Checks an answer from `inputResponses` and gives the value the handler gets. */
   check (value: unknown, forms: FormAnswers): Checked
 }
 
-/** A form: `elicitation/create` in form mode, with a `requestedSchema()`. */
 export class FormQuestion implements Question {
   readonly kind = 'elicit'
   readonly prefix = 'elicit'
@@ -59,7 +47,6 @@ export class FormQuestion implements Question {
     this.#schema = schema
   }
 
-  /** The registration's form of the schema, looked up once. */
   #formIn (forms: FormAnswers): Form {
     this.#form ??= forms.of(this.#schema)
     return this.#form
@@ -90,7 +77,6 @@ export class FormQuestion implements Question {
   }
 }
 
-/** A URL to open: `elicitation/create` in URL mode. */
 export class UrlQuestion implements Question {
   readonly kind = 'elicitUrl'
   readonly prefix = 'elicit'
@@ -124,7 +110,6 @@ export class UrlQuestion implements Question {
   }
 }
 
-/** A completion from the client's model: `sampling/createMessage`. */
 export class SamplingQuestion implements Question {
   readonly kind = 'sample'
   readonly prefix = 'sample'
@@ -167,7 +152,6 @@ export class SamplingQuestion implements Question {
 
 const ROOTS_SHAPE = digest('roots', '')
 
-/** The client's roots: `roots/list`. */
 export const ROOTS_QUESTION: Question = Object.freeze({
   kind: 'roots',
   prefix: 'roots',

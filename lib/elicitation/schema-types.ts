@@ -1,7 +1,4 @@
-/**
- * The types of the `requestedSchema()` builder: the flat MCP 2026-07-28 shapes it renders, the
- * options of its fields, and the type of the answer content it infers.
- */
+/** Types of the `requestedSchema()` builder: the flat shapes it renders, its options, the answer type it infers. */
 
 /** A string format the requested schema may carry. */
 export type StringFormat = 'email' | 'uri' | 'date' | 'date-time'

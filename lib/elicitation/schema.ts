@@ -3,10 +3,7 @@ import { digest } from '../digest.js'
 import { deepFreeze } from '../protocol/wire.js'
 import type { Choice, Choices, FieldOptions, PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder, TitledChoice } from './schema-types.js'
 
-/**
- * The `requestedSchema()` builder: the one way a mocapi tool describes the input it elicits.
- * It only produces the flat MCP 2026-07-28 shapes, and infers the type of the answer content.
- */
+/** The `requestedSchema()` builder: it produces only the flat MCP 2026-07-28 shapes, and infers the answer's type. */
 
 export type {
   StringFormat,
@@ -44,7 +41,7 @@ type AnyOptions = FieldOptions & Record<string, any> & { optional?: boolean }
 
 const FORMATS: readonly unknown[] = ['email', 'uri', 'date', 'date-time']
 
-// The options each kind of field copies into its schema, in this order.
+// The options each kind of field copies, in this order: the schema's text, and so its digest, follows it.
 const STRING_KEYS = ['title', 'description', 'minLength', 'maxLength', 'format', 'default'] as const
 const NUMBER_KEYS = ['title', 'description', 'minimum', 'maximum', 'default'] as const
 const BOOLEAN_KEYS = ['title', 'description', 'default'] as const
@@ -52,7 +49,6 @@ const DESCRIBED_KEYS = ['title', 'description'] as const
 const COUNT_KEYS = ['minItems', 'maxItems'] as const
 const DEFAULT_KEYS = ['default'] as const
 
-/** Copies into `schema` the options given, in the order of `keys`, leaving out the ones not set. */
 function copy (schema: Record<string, unknown>, opts: AnyOptions, keys: readonly string[]): Record<string, unknown> {
   for (const key of keys) {
     const value = opts[key]
@@ -62,7 +58,6 @@ function copy (schema: Record<string, unknown>, opts: AnyOptions, keys: readonly
   return schema
 }
 
-/** Refuses a field of a requested schema. */
 function fail (name: string, problem: string): never {
   throw new InvalidRequestedSchemaError(`requestedSchema field ${JSON.stringify(name)}: ${problem}`)
 }
@@ -76,17 +71,15 @@ class Builder {
     this.#fields = fields
   }
 
-  /** The JSON text of a builder's schema, made once; undefined for an object that is no builder. */
   static json (of: object): string | undefined {
     return #fields in of ? of.#text() : undefined
   }
 
-  /** Whether an object is a builder. */
   static is (of: object): boolean {
     return #fields in of
   }
 
-  // The intermediate builders of a chain are never rendered, so nothing is made before it is asked for.
+  // Rendered lazily: the intermediate builders of a chain never are.
   get schema (): RequestedSchema {
     if (this.#schema === undefined) {
       // fromEntries defines own properties, so even a field named __proto__ is kept
@@ -103,11 +96,7 @@ class Builder {
     return this.schema
   }
 
-  /**
-   * `JSON.stringify(this.schema)` made from the fields without rendering the schema (a replayed
-   * round needs only the text), except that fields named like integers keep their place: the text,
-   * and so the digest in ledger fingerprints, is the one earlier builds made.
-   */
+  /** `JSON.stringify(schema)` unrendered, but integer-like names keep their place: digests in issued tokens match. */
   #text (): string {
     if (this.#json === undefined) {
       let properties = ''
@@ -182,7 +171,6 @@ class Builder {
     return this.#add(name, opts, copy({ type }, opts, NUMBER_KEYS))
   }
 
-  /** Checks the name is new and the options an object. */
   #check (name: string, opts: unknown): void {
     if (typeof name !== 'string' || name === '') throw new InvalidRequestedSchemaError('requestedSchema: a field name must be a non-empty string')
     if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) fail(name, 'options must be an object')
@@ -196,7 +184,6 @@ class Builder {
   }
 }
 
-/** Checks a pair of counts: each a non-negative integer, the first not above the second. */
 function lengths (name: string, opts: AnyOptions, min: string, max: string): void {
   for (const key of [min, max]) {
     const v = opts[key]
@@ -205,7 +192,6 @@ function lengths (name: string, opts: AnyOptions, min: string, max: string): voi
   if (opts[min] > opts[max]) fail(name, `${min} is greater than ${max}`)
 }
 
-/** The values of a list of choices: all strings, or all `{ value, title }`, none twice. */
 function choiceValues (name: string, choices: Choices): string[] {
   if (!Array.isArray(choices) || choices.length === 0) fail(name, 'choices must be a non-empty array')
   const list: ReadonlyArray<string | Choice> = choices

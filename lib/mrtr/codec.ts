@@ -1,63 +1,48 @@
 /**
- * The requestState codec: a sealed token carrying everything a replayed request needs, so
- * mocapi keeps no per-round state on the server (see seal.ts for the token's layout).
- *
- * The plaintext is internal to this module: an array `[method, originalParams, ledger, issuedAt,
- * principal, round?]` whose ledger entries are `[k, f]` (pending) or `[k, f, r]` (answered), so a
- * token carries no member names (bench/README.md#compact-plaintext); {@link RequestStateCodec.decode}
- * rebuilds the {@link RequestStatePayload} objects.
+ * A token carries all a replayed request needs, so the server keeps no per-round state (layout: seal.ts).
+ * Its plaintext is positional, `[method, originalParams, ledger, issuedAt, principal, round?]` with `[k, f, r?]`
+ * slots, so it carries no member names (bench/README.md#compact-plaintext).
  */
 import { isPlainObject } from '../check.js'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js'
 import { Sealer, type KeyRing } from './seal.js'
 
-/** One input request of a replayed handler, with its answer once the client gave it. */
+/** One ledger slot: the input key `k`, the request's fingerprint `f`, the answer `r` (absent while pending). */
 export interface LedgerEntry {
-  /** The input key. */
   k: string
-  /** Fingerprint of the input request. */
   f: string
-  /** The answer; absent while pending. */
   r?: unknown
 }
 
-/** What a requestState token carries. */
 export interface RequestStatePayload {
   method: string
   originalParams: Record<string, unknown>
-  /** The input requests asked so far, in ordinal order, with the answers given. */
   ledger: LedgerEntry[]
-  /** Epoch milliseconds at which the token was minted. */
+  /** Epoch ms at which the token was minted. */
   issuedAt: number
   principal: string | null
-  /** How many input rounds this request has been through; absent counts as 0. */
+  /** Input rounds run so far; absent counts as 0. */
   round?: number
 }
 
-/** Options of {@link RequestStateCodec}, checked by `resolveOptions`. */
+/** `ttl` in ms; `now` in epoch ms; token lengths in characters. */
 interface RequestStateCodecOptions {
   ring: KeyRing
-  /** Lifetime of a token in milliseconds. */
   ttl: number
-  /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number
-  /** Longest token accepted, in characters; {@link DEFAULT_MAX_TOKEN_LENGTH} by default. */
   maxTokenLength?: number
 }
 
-/** Default longest token accepted, in characters. */
 export const DEFAULT_MAX_TOKEN_LENGTH = 65_536
 
-/** How far in the future `issuedAt` may lie (clock skew between instances), in milliseconds. */
+/** How far in the future `issuedAt` may lie, for clock skew between instances. */
 export const MAX_CLOCK_SKEW_MS = 60_000
 
-/** The purpose byte of requestState tokens. */
 const REQUEST_STATE_PURPOSE = 2
 
-/** How deep a value a token carries: JSON.stringify recurses, and far deeper nesting overflows the stack. */
+/** JSON.stringify recurses, and far deeper nesting overflows the stack. */
 export const MAX_CARRIED_DEPTH = 1000
 
-/** A payload a token could not carry and give back the same; the message says why. */
 export class UncarriableError extends TypeError {
   constructor (reason: string) {
     super(reason)
@@ -65,11 +50,7 @@ export class UncarriableError extends TypeError {
   }
 }
 
-/**
- * Why a value cannot travel in a token and come back the same, or undefined when it can: a number
- * JSON cannot write (`1e400` parses as Infinity, and would come back as null, binding the token to
- * other arguments than it was made for), or nesting past {@link MAX_CARRIED_DEPTH}.
- */
+/** Why a value would not come back the same: `1e400` (Infinity) returns as null, binding the token to other params. */
 function unwritable (value: unknown, depth: number): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : `it holds a number JSON cannot write (${value})`
   if (typeof value !== 'object' || value === null) return undefined
@@ -88,7 +69,6 @@ function unwritable (value: unknown, depth: number): string | undefined {
   return undefined
 }
 
-/** Mints and verifies requestState tokens under a key ring. */
 export class RequestStateCodec {
   readonly #sealer: Sealer
   readonly #ttl: number
@@ -101,17 +81,11 @@ export class RequestStateCodec {
     this.#now = now
   }
 
-  /** The longest token accepted, in characters. */
   get maxTokenLength (): number {
     return this.#sealer.maxLength
   }
 
-  /**
-   * Encrypts a payload under the first key; `issuedAt` defaults to now.
-   * Throws an UncarriableError if the original params or an answer would not come back the same
-   * (see {@link unwritable}), and a TokenTooLongError if the token would exceed `maxTokenLength`
-   * (it could never be decoded).
-   */
+  /** Throws UncarriableError or TokenTooLongError rather than mint a token that could not be read back the same. */
   encode (payload: Omit<RequestStatePayload, 'issuedAt'> & { issuedAt?: number }): string {
     const { principal, round } = payload
     const unfit = unwritable(payload.originalParams, 0)
@@ -122,7 +96,7 @@ export class RequestStateCodec {
       const { k, f, r } = source[i]
       const answerUnfit = unwritable(r, 1)
       if (answerUnfit !== undefined) throw new UncarriableError(`an answer: ${answerUnfit}`)
-      // As in an object, an undefined answer is no answer: the slot stays pending.
+      // An undefined answer leaves the slot pending, as it would in an object (an array would write null).
       ledger[i] = r === undefined ? [k, f] : [k, f, r]
     }
     const issuedAt = payload.issuedAt ?? this.#now()
@@ -131,10 +105,7 @@ export class RequestStateCodec {
       : [payload.method, payload.originalParams, ledger, issuedAt, principal, round]))
   }
 
-  /**
-   * Verifies and decrypts a token. Throws InvalidRequestStateError for anything but a genuine,
-   * well-formed token, ExpiredRequestStateError once its TTL has lapsed; never anything else.
-   */
+  /** Throws only InvalidRequestStateError (not genuine, or malformed) or ExpiredRequestStateError (past its TTL). */
   decode (token: unknown): RequestStatePayload {
     const json = this.#sealer.open(token)
     let plain: unknown
@@ -152,10 +123,7 @@ export class RequestStateCodec {
   }
 }
 
-/**
- * Checks the decrypted plaintext's shape and rebuilds the payload from it in one walk;
- * `undefined` when it has the wrong shape.
- */
+/** Checks the plaintext's shape and rebuilds the payload in one walk; undefined when malformed. */
 function toPayload (plain: unknown): RequestStatePayload | undefined {
   if (!Array.isArray(plain) || (plain.length !== 5 && plain.length !== 6)) return undefined
   const method: unknown = plain[0]

@@ -12,47 +12,37 @@ export interface InputRequiredResult {
   requestState: string
 }
 
-/** Where a request's replay starts: the ledger so far, the answers the request brings, the rounds already run. */
+/** Where a request's replay starts: the ledger so far, the answers it brings, the rounds already run. */
 export interface ReplayStart {
   ledger: LedgerEntry[]
   responses: JsonObject | undefined
   round: number
 }
 
-/** The questions a pass asked, and the ledger that holds them. */
 export interface Asked {
   inputRequests: Record<string, InputRequest>
   ledger: LedgerEntry[]
 }
 
-/** What a delivery made of a pass that asked: a reply for the client now, or its answers to run the next pass with. */
+/** A reply for the client now, or the answers to run the next pass with. */
 export type Delivered =
   | { kind: 'reply', result: InputRequiredResult }
   | { kind: 'replay', responses: JsonObject }
 
-/**
- * How the questions of a request's passes reach its client and how the answers come back: one
- * way per era (a sealed requestState in 2026-07-28, the call's stream in a 2025-era session).
- */
+/** How questions reach the client and answers come back: a sealed requestState (2026-07-28), or the 2025 stream. */
 export interface Delivery {
-  /** Where the replay of this request starts; throws when what it carries is refused. */
+  /** Throws when what the request carries is refused. */
   start (ctx: McpContext): ReplayStart
-  /** Takes the questions of the `round`-th pass to the client. */
   deliver (ctx: McpContext, label: string, asked: Asked, round: number): Delivered | Promise<Delivered>
 }
 
-/** The refusal of an interactive round for a caller who is authenticated but has no principal to bind. */
+/** Refuses an interactive round to an authenticated caller with no principal to bind its tokens to. */
 export function unboundPrincipal (): Error {
   return invalidRequest('This request is authenticated, but mocapi found no principal to bind its requestState to ' +
     '(request.user has no string or numeric sub): the server must set the principal option', 403)
 }
 
-/**
- * Runs handlers under the replay pattern (docs/decisions/0001-elicitation-by-replay.md): each
- * pass runs the handler from the top with the context bound to it, the Nth input request reading
- * ledger slot N. A pass that completes is the result; a pass that asks goes to the request's
- * delivery, which either answers the client now or brings the answers for the next pass.
- */
+/** Replays a handler from the top on each pass (docs/decisions/0001-elicitation-by-replay.md). */
 export class ReplayEngine {
   readonly #maxRounds: number
   readonly #forms: FormAnswers
@@ -64,10 +54,6 @@ export class ReplayEngine {
     this.#budget = budget
   }
 
-  /**
-   * Runs a handler under the replay pattern: its value, or the `input_required` result that asks
-   * for what it still needs.
-   */
   async run<T> (
     ctx: McpContext,
     label: string,
@@ -77,8 +63,7 @@ export class ReplayEngine {
     const delivery = state.delivery
     let { ledger, responses, round } = delivery.start(ctx)
     for (;;) {
-      // A client that left before the handler began (while the app's hooks ran, or between rounds) aborted the signal
-      // before anyone could listen: a handler that waits for the abort would never hear it. It does not run.
+      // A client gone before the handler began aborted before anyone listened: a handler awaiting the abort would hang.
       if (state.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(state.stream.signal.reason as Error).message}`)
       const pass = new ReplayPass(ledger, responses, this.#forms, this.#budget)
       state.enter(pass, round + 1)

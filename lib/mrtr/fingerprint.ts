@@ -1,21 +1,15 @@
-/**
- * Fingerprints of input requests, kept in the ledger so a replay can tell that a handler asked
- * something else at an ordinal already answered: the digests of the request's shape and of its
- * text, kept apart so a mismatch can say which one differed.
- */
+/** Kept in the ledger so a replay notices a changed question; shape and text digested apart to say which changed. */
 import { DIGEST_LENGTH, digest } from '../digest.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import type { Question, QuestionKind } from '../elicitation/questions.js'
 
-/** The character that starts the fingerprints of each kind of input request. */
 const KIND_MARK: Record<QuestionKind, string> = { elicit: 'e', elicitUrl: 'u', sample: 's', roots: 'r' }
 
-/** The fingerprint of a question: its kind's mark, its shape's digest, its text's digest. */
+/** Kind mark ‖ shape digest ‖ text digest: {@link differingPart} reads these positions. */
 export function fingerprint (question: Question, forms: FormAnswers): string {
   return KIND_MARK[question.kind] + question.shapeOf(forms) + digest('text', question.text)
 }
 
-/** Which part of a fingerprint differs from the other's, or undefined when they are equal. */
 export function differingPart (kept: string, asked: string, kind: QuestionKind): 'kind' | 'schema' | 'url' | 'params' | 'message' | undefined {
   if (kept === asked) return undefined
   if (kept[0] !== asked[0]) return 'kind'

@@ -1,7 +1,4 @@
-/**
- * requestState keys: 32 random bytes each, given as base64, base64url or hex. Errors name the
- * key's position, never its value.
- */
+/** requestState keys: 32 random bytes each. Errors name a key's position, never its value, which is a secret. */
 import { randomBytes } from 'node:crypto'
 import { InvalidKeyError } from '../errors.js'
 
@@ -9,11 +6,10 @@ const KEY_BYTES = 32
 
 const BASE64_ANY = /^[A-Za-z0-9+/_-]+={0,2}$/
 const HEX = /^[0-9a-fA-F]{64}$/
-// Of 32 random bytes, about 30 differ; fewer than 16 distinct values happens by chance with a
-// probability far below 1e-15, and is what a repeated pattern looks like.
+// 32 random bytes hold about 30 distinct values; fewer than 16 (chance far below 1e-15) is a repeated pattern.
 const MIN_DISTINCT_BYTES = 16
 
-/** 32 fresh random bytes: the key of a single process when no keys are configured. */
+/** For a single process when no keys are configured. */
 export function ephemeralKey (): Buffer {
   return randomBytes(KEY_BYTES)
 }
@@ -34,7 +30,6 @@ export function weakness (bytes: Uint8Array): string | undefined {
   return undefined
 }
 
-/** Decodes one configured key: base64 or base64url of 32 bytes, or 64 hex digits. */
 function decodeKey (key: unknown, i: number): Buffer {
   const where = `requestState.keys[${i}]`
   if (typeof key !== 'string') throw new InvalidKeyError(`${where} must be a base64, base64url or hex string, got ${key === null ? 'null' : Array.isArray(key) ? 'an array' : typeof key}`)
@@ -50,10 +45,7 @@ function decodeKey (key: unknown, i: number): Buffer {
   return bytes
 }
 
-/**
- * Validates configured keys (a non-empty array, as `resolveOptions` and `keysFromEnv` give them):
- * each a string of 32 bytes as base64, base64url or 64 hex digits, none plainly non-random.
- */
+/** Expects a non-empty array, as `resolveOptions` and `keysFromEnv` give it. */
 export function parseKeys (keys: readonly unknown[]): Buffer[] {
   return keys.map((key, i) => {
     const bytes = decodeKey(key, i)
@@ -63,7 +55,6 @@ export function parseKeys (keys: readonly unknown[]): Buffer[] {
   })
 }
 
-/** Splits a comma-separated environment value into keys; `undefined` when unset or empty. */
 export function keysFromEnv (value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined
   const keys = value.split(',').map((s) => s.trim()).filter((s) => s !== '')

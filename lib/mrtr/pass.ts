@@ -6,16 +6,11 @@ import type { ClientCapabilities, InputRequest, JsonObject } from '../protocol/w
 import type { LedgerEntry } from './codec.js'
 import { differingPart, fingerprint } from './fingerprint.js'
 
-/** How one pass of a handler ended. */
 export type PassOutcome<T> =
   | { kind: 'complete', value: T }
   | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[] }
 
-/**
- * What an unanswered input request rejects with. It unwinds the handler, so its `finally` blocks,
- * `using` disposals and transaction wrappers run; the round's outcome is already fixed, so a
- * handler that catches it cannot change what the client gets. Rethrow it from a broad `catch`.
- */
+/** Unwinds the handler from an unanswered ask (`finally` runs); catching it cannot change the round, so rethrow it. */
 export class InputRequired extends Error {
   constructor () {
     // No stack: it is control flow, made on every round that asks.
@@ -38,7 +33,6 @@ function rejected (error: unknown): Promise<never> {
   return promise
 }
 
-/** What the input requests of one round may take. */
 export interface RoundBudget {
   /** Bytes of new ledger slots: past it, they could never fit in a token. */
   readonly ledger: number
@@ -47,21 +41,15 @@ export interface RoundBudget {
 }
 
 /**
- * One run of a handler under the replay pattern. The Nth input request reached in the run (its
- * ordinal) reads ledger slot N: answered slots return their answer at once; the first unanswered
- * ones end the pass with an `input_required` outcome.
- *
- * An unanswered request rejects with {@link InputRequired}, which unwinds the handler; from then
- * on the outcome is fixed, whatever the handler returns or throws, and the pass's `signal` tells
- * work the handler left running that the pass is over. Asks made in the same turn of the event
- * loop (`Promise.all`) are gathered into one round.
+ * One run of a handler: its Nth ask reads ledger slot N. The first unanswered ask fixes the outcome; asks made in the
+ * same event-loop turn (`Promise.all`) join its round, and `signal` tells work left running that the pass is over.
  */
 export class ReplayPass implements AskTarget {
   readonly #ledger: LedgerEntry[]
   readonly #responses: JsonObject | undefined
   readonly #forms: FormAnswers
   readonly #budget: RoundBudget
-  /** The input keys asked so far in this pass; made on the first ask, as most passes ask nothing. */
+  /** Made on the first ask, as most passes ask nothing. */
   #keys: Set<string> | undefined
   #ordinal = 0
   #pendingBytes = 0
@@ -73,12 +61,7 @@ export class ReplayPass implements AskTarget {
   #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
   #reject: ((error: unknown) => void) | undefined
 
-  /**
-   * @param ledger the slots restored from the request's token, filled in as the pass asks
-   * @param responses the request's `inputResponses`
-   * @param forms the checks of form answers
-   * @param budget what the input requests of one round may take (see {@link RoundBudget})
-   */
+  /** @param ledger the slots restored from the request's token, filled in as the pass asks */
   constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, forms: FormAnswers, budget: RoundBudget) {
     this.#ledger = ledger
     this.#responses = responses
@@ -93,14 +76,12 @@ export class ReplayPass implements AskTarget {
     return this.#controller.signal
   }
 
-  /** Slots answered so far, and slots waiting for an answer. */
   get counts (): { answered: number, pending: number } {
     let answered = 0
     for (const slot of this.#ledger) if ('r' in slot) answered++
     return { answered, pending: this.#ledger.length - answered }
   }
 
-  /** Runs `fn` once; settles with its value, or with the input this pass still needs. */
   run<T> (fn: () => T | PromiseLike<T>): Promise<PassOutcome<T>> {
     return new Promise<PassOutcome<T>>((resolve, reject) => {
       this.#resolve = resolve as (outcome: PassOutcome<unknown>) => void
@@ -122,11 +103,7 @@ export class ReplayPass implements AskTarget {
     })
   }
 
-  /**
-   * Asks for one input: the stored answer when the ledger has it, else a yield. `key` defaults
-   * to `<prefix>-<ordinal>`; a client without the capabilities the question needs gets an error
-   * naming them.
-   */
+  /** The ledger's answer, else a yield; a client lacking a question's capabilities gets an error naming them. */
   ask (question: Question, key: string | undefined, capabilities: ClientCapabilities): Promise<unknown> {
     if (this.#closed) return this.#yielded ?? rejected(new Error('ctx.elicit() and kin were called after the handler\'s pass ended'))
     const ordinal = this.#ordinal++
@@ -172,15 +149,12 @@ export class ReplayPass implements AskTarget {
     return this.#yielded as Promise<never>
   }
 
-  /** The handler returned: its value is the outcome, unless the pass already yielded or failed. */
+  /** The handler's value is the outcome only if the pass has not yielded or failed. */
   #settle (outcome: PassOutcome<unknown>): void {
     if (this.#pending === undefined) this.#close(outcome)
   }
 
-  /**
-   * The handler threw: that is the outcome, unless the pass already yielded (the yield unwinding
-   * it, most likely) or failed.
-   */
+  /** Ignored once the pass yielded (the yield unwinding the handler, most likely) or failed. */
   #threw (error: unknown): void {
     if (this.#pending === undefined) this.#fail(error)
   }
@@ -192,10 +166,7 @@ export class ReplayPass implements AskTarget {
     this.#resolve!(outcome)
   }
 
-  /**
-   * The pass fails with `error` (a bad answer, a changed question), unless it already ended; the
-   * ask that failed rejects with it.
-   */
+  /** Fails the pass unless it already ended; the failing ask rejects with `error` either way. */
   #fail (error: unknown): Promise<never> {
     if (!this.#closed) {
       this.#closed = true

@@ -1,8 +1,4 @@
-/**
- * The 2026-07-28 delivery of a replay: a pass's questions go back in an `input_required` result
- * whose `requestState` seals the ledger; the client's retry brings the token and the answers,
- * and may reach any node holding the key.
- */
+/** 2026-07-28: the ledger goes out sealed in `requestState`, so the retry may reach any node holding the key. */
 import { kCallState, type McpContext } from '../context.js'
 import { InvalidRequestStateError, invalidParams } from '../errors.js'
 import type { JsonObject } from '../protocol/wire.js'
@@ -10,12 +6,11 @@ import { UncarriableError, type RequestStateCodec } from './codec.js'
 import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from './engine.js'
 import type { TokenTooLongError } from './seal.js'
 
-/** Params fields that are not part of a request's target: they change from round to round. */
+/** Params fields that change from round to round, so are not part of a request's target. */
 function isRoundField (key: string): boolean {
   return key === '_meta' || key === 'inputResponses' || key === 'requestState'
 }
 
-/** The fields of a request's params that name its target; `_meta` and the MRTR fields are not part of it. */
 export function originalParamsOf (params: JsonObject): JsonObject {
   const original: JsonObject = {}
   for (const key of Object.keys(params)) {
@@ -24,11 +19,7 @@ export function originalParamsOf (params: JsonObject): JsonObject {
   return original
 }
 
-/**
- * Whether two JSON values are equal, whatever the key order of their objects. Not
- * `util.isDeepStrictEqual`, which tells -0 from 0: a token gives back -0 as 0 (JSON writes it so),
- * and a client that sends `-0.0` on every round must still match its own token.
- */
+/** Not `util.isDeepStrictEqual`: a token gives -0 back as 0, and a client sending `-0.0` each round must match it. */
 function jsonEqual (a: unknown, b: unknown): boolean {
   if (a === b) return true
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false
@@ -40,7 +31,6 @@ function jsonEqual (a: unknown, b: unknown): boolean {
   return true
 }
 
-/** Whether a retry's params name the same target and arguments as the token's `originalParams`. */
 function sameParams (original: JsonObject, params: JsonObject): boolean {
   let count = 0
   for (const key of Object.keys(params)) {
@@ -51,7 +41,6 @@ function sameParams (original: JsonObject, params: JsonObject): boolean {
   return count === Object.keys(original).length
 }
 
-/** Seals each asking pass's ledger into a fresh requestState, and restores it from the retry. */
 export class TokenDelivery implements Delivery {
   readonly #codec: RequestStateCodec
 
@@ -59,10 +48,7 @@ export class TokenDelivery implements Delivery {
     this.#codec = codec
   }
 
-  /**
-   * A first call starts from an empty ledger; a retry's requestState is checked (integrity, TTL,
-   * principal, method, then target and arguments) and any failure is one opaque refusal.
-   */
+  /** Any failed check of a retry's requestState (integrity, TTL, principal, method, params) is one opaque refusal. */
   start (ctx: McpContext): ReplayStart {
     const responses = ctx.params.inputResponses as JsonObject | undefined
     const token = ctx.params.requestState
@@ -87,7 +73,7 @@ export class TokenDelivery implements Delivery {
       })
     } catch (error) {
       if (error instanceof UncarriableError) throw invalidParams(`${label} cannot carry this request in a requestState token: ${error.message}`)
-      // The principal is a string or null, so the other way encoding fails is a token too long.
+      // The principal is a string or null, so the only other failure is a token too long.
       const length = (error as TokenTooLongError).length
       throw invalidParams(`${label} asked for more input than a requestState token holds (${length} characters, ` +
         `requestState.maxTokenLength is ${this.#codec.maxTokenLength})`)
