@@ -153,9 +153,9 @@ class FleetNode {
   /** `env`: what every process of the node gets besides its name, port and keys (REDIS_URL). */
   constructor (readonly name: string, readonly port: number, readonly env: Record<string, string> = {}) {}
 
-  /** A new process with `keys`, loaded, not yet listening. */
-  async prepare (keys: string[]): Promise<NodeProcess> {
-    const next = new NodeProcess(this.name, this.port, keys, this.env)
+  /** A new process with `keys` (and `env` besides the node's), loaded, not yet listening. */
+  async prepare (keys: string[], env: Record<string, string> = {}): Promise<NodeProcess> {
+    const next = new NodeProcess(this.name, this.port, keys, { ...this.env, ...env })
     await next.waitFor(`warm ${this.name}`)
     return next
   }
@@ -1219,6 +1219,67 @@ async function fleet (nginxBin: string): Promise<void> {
       `${crossed}/${posts.length} answers crossed nodes; ` +
       `${all.filter((flow) => flow.done).length}/${all.length} completed (${all.filter((flow) => flow.done && flow.calls.length > 1).length} after calling again on their session), ` +
       `${sum(all.map((flow) => flow.wrong.length))} wrong`
+    figures.push(line)
+    t.comment(line)
+  })
+
+  await t.test('(f) a rolling upgrade of the token layout, version 1 to 2, under load: no flow and no session lost', async (t) => {
+    // The fleet before the upgrade seals version 1, as a build before version 2 did; (e) left a node dead.
+    for (const node of nodes) await node.replace(await node.prepare([NEW_KEY], { TOKEN_VERSION: '1' }))
+    await servedBy(...names)
+    // 2025-era sessions opened under version 1, each calling again after every node restart.
+    const sessions = redisUrl === undefined ? [] : Array.from({ length: 30 }, (_, i) => newLegacyFlow(i % 2 === 0 ? 'one_round' : 'two_rounds'))
+    await Promise.all(sessions.map((flow) => runLegacyFlow(proxyPort, flow, { think: () => randomInt(20) })))
+    const callAgain = async (): Promise<void> => {
+      await Promise.all(sessions.map(async (flow) => {
+        flow.done = false
+        await legacyCall(proxyPort, flow, { think: () => randomInt(20) })
+      }))
+    }
+    // Slow clients whose first round is answered under version 1 and their second only after the upgrade.
+    let release!: () => void
+    const released = new Promise<void>((resolve) => { release = resolve })
+    const slow = Array.from({ length: 10 }, () => newFlow('two_rounds'))
+    const slowRuns = slow.map((flow) => runFlow(proxyPort, flow, { before: (step) => step === 1 ? released : undefined }))
+    const flows: Flow[] = []
+    const lanesRun = { stopping: false }
+    const lanes = Array.from({ length: 20 }, async () => {
+      for (let count = 0; !lanesRun.stopping && count < 2_000; count++) {
+        const flow = newFlow(undefined, randomInt(5))
+        flows.push(flow)
+        await runFlow(proxyPort, flow, { think: () => 50 + randomInt(100) })
+      }
+    })
+    const restarts: number[] = []
+    try {
+      await sleep(300)
+      for (const node of nodes) {
+        const next = await node.prepare([NEW_KEY])
+        restarts.push(Date.now())
+        await node.replace(next)
+        await servedBy(node.name)
+        await callAgain()
+      }
+      release()
+      await Promise.all(slowRuns)
+      await sleep(300)
+    } finally {
+      lanesRun.stopping = true
+      release()
+      await Promise.all([...lanes, ...slowRuns])
+    }
+    checkFlows(t, slow, 'slow clients holding version 1 tokens through the upgrade')
+    checkFlows(t, flows, 'flows during the upgrade')
+    const spans = restarts.map((at) => flows.filter((flow) => flow.startedAt < at && flow.endedAt > at).length)
+    t.ok(spans.every((count) => count > 0), `every restart began with flows in flight (${spans.join(', ')})`)
+    const lostSessions = sessions.filter((flow) => flow.calls.length !== 4 || flow.calls.some((call) => call.outcome !== 'complete'))
+    t.same(lostSessions.map((flow) => `${flow.id}: ${flow.calls.map((call) => call.outcome).join(', ')}`), [],
+      'every version 1 session was served by every node, before, during and after the upgrade')
+    t.same(sessions.flatMap((flow) => flow.wrong), [], 'no session got another\'s answers')
+    const line = `(f) token layout upgraded 1 → 2, ${restarts.length} restarts, ${flows.length} flows ` +
+      `(+${slow.length} slow clients holding version 1 tokens), flows in flight at each restart ${Math.min(...spans)}-${Math.max(...spans)}; ` +
+      `${flows.filter((flow) => !flow.done).length + slow.filter((flow) => !flow.done).length} flows lost; ${sessions.length} version 1 sessions ` +
+      `each calling after every restart, ${lostSessions.length} lost`
     figures.push(line)
     t.comment(line)
   })
