@@ -252,6 +252,78 @@ export async function conformanceServer (logLevel = 'warn') {
   mcp.resourceTemplate({ uriTemplate: 'test://template/{id}/data', name: 'template', description: 'Data by id', mimeType: 'application/json' },
     (_uri, { id }) => JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }))
 
+  // The tasks extension (SEP-2663): the fixture tools its scenarios call.
+  mcp.tool({
+    name: 'greet',
+    description: 'Greets at once: never a task',
+    inputSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } as const,
+  }, (args) => `Hello, ${args.name}!`)
+  mcp.tool({
+    name: 'slow_compute',
+    description: 'Computes for the given seconds, as a task when the client takes tasks',
+    inputSchema: { type: 'object', properties: { seconds: { type: 'number', minimum: 0 }, label: { type: 'string' } }, required: ['seconds'] } as const,
+    task: { support: 'optional', pollInterval: 200 },
+  }, async (args, ctx) => {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, args.seconds * 1000)
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(timer)
+        reject(ctx.signal.reason)
+      }, { once: true })
+    })
+    return `Computed ${args.label ?? 'a result'} in ${args.seconds} s`
+  })
+  mcp.tool({
+    name: 'failing_job',
+    description: 'A task whose tool fails: completed, with isError',
+    inputSchema: NO_ARGS,
+    task: { support: 'required', pollInterval: 200 },
+  }, async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    return { content: [{ type: 'text', text: 'The job failed' }], isError: true }
+  })
+  mcp.tool({
+    name: 'protocol_error_job',
+    description: 'A task that ends in a JSON-RPC error: failed',
+    inputSchema: NO_ARGS,
+    task: { support: 'optional', pollInterval: 200 },
+  }, async () => {
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    throw new McpError(-32603, 'The job hit an internal error')
+  })
+  mcp.tool({
+    name: 'confirm_delete',
+    description: 'Asks, inside its task, to confirm deleting a file',
+    inputSchema: { type: 'object', properties: { filename: { type: 'string' } }, required: ['filename'] } as const,
+    task: { support: 'optional', pollInterval: 200 },
+  }, async (args, ctx) => {
+    await ctx.detach()
+    const answer = await ctx.elicit(`Delete ${args.filename}?`, requestedSchema().boolean('confirm'))
+    return answer.action === 'accept' && answer.content.confirm ? `Deleted ${args.filename}` : `Kept ${args.filename}`
+  })
+  mcp.tool({
+    name: 'multi_input',
+    description: 'Asks two questions at once inside its task',
+    inputSchema: NO_ARGS,
+    task: { support: 'optional', pollInterval: 200 },
+  }, async (_args, ctx) => {
+    await ctx.detach()
+    const schema = requestedSchema().string('name', { optional: true }).boolean('confirm', { optional: true })
+    const [first, second] = await Promise.all([ctx.elicit('First input?', schema), ctx.elicit('Second input?', schema)])
+    const name = (answer: typeof first) => answer.action === 'accept' ? answer.content.name ?? '' : answer.action
+    return `Inputs: ${name(first)}, ${name(second)}`
+  })
+  mcp.tool({
+    name: 'test_tool_with_task',
+    description: 'Asks for a name in rounds of the call, then becomes a task',
+    inputSchema: NO_ARGS,
+    task: { support: 'required', pollInterval: 200 },
+  }, async (_args, ctx) => {
+    const answer = await ctx.elicit('What is your name?', requestedSchema().string('name'), { key: 'user_name' })
+    await ctx.detach()
+    return answer.action === 'accept' ? `Hello, ${answer.content.name}!` : 'No name given'
+  })
+
   return app
 }
 

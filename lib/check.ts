@@ -88,7 +88,12 @@ export function boundedInteger (
   return n
 }
 
-function nonNegativeInteger (value: unknown, name: string, fallback: number, E?: RegistrationErrorConstructor): number {
+export function nonNegativeInteger (
+  value: unknown,
+  name: string,
+  fallback: number,
+  E?: RegistrationErrorConstructor
+): number {
   if (value === undefined) return fallback
   if (!Number.isSafeInteger(value) || (value as number) < 0) fail(name, 'a non-negative integer', value, E)
   return value as number

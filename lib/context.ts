@@ -3,6 +3,7 @@ import type { ElicitAnswer } from './elicitation/answers.js'
 import { FormQuestion, ROOTS_QUESTION, SamplingQuestion, UrlQuestion, type Question } from './elicitation/questions.js'
 import type { RequestedSchemaBuilder } from './elicitation/schema.js'
 import { InvalidArgumentError } from './errors.js'
+import type { LedgerEntry } from './mrtr/codec.js'
 import type { Delivery } from './mrtr/engine.js'
 import {
   LOGGING_LEVELS, isPlainObject,
@@ -18,6 +19,8 @@ export interface NotificationStream {
   readonly signal: AbortSignal
   /** Read without making the signal, which most replies never need. */
   readonly aborted: boolean
+  /** Takes progress itself: a task's stream makes it the task's status message. */
+  progress? (progress: number, total: number | undefined, message: string | undefined): void
 }
 
 /** From `_meta` of each request (2026-07-28), or from the 2025-era session. */
@@ -45,6 +48,10 @@ export interface AskTarget {
   ask (question: Question, key: string | undefined, capabilities: ClientCapabilities): Promise<unknown>
   /** Aborted when the pass is over. */
   readonly signal: AbortSignal
+  /** Whether the pass has asked questions it waits to send. */
+  readonly asking: boolean
+  /** Its input requests so far, with their answers. */
+  readonly ledger: readonly LedgerEntry[]
 }
 
 /** Options of `ctx.elicit`, `ctx.elicitUrl`, `ctx.sample` and `ctx.listRoots`. */
@@ -53,20 +60,19 @@ export interface ElicitOptions {
   key?: string
 }
 
+/** Aborts `controller` when `signal` aborts; returns the function that stops it. */
+function follow (controller: AbortController, signal: AbortSignal): () => void {
+  const abort = (): void => { controller.abort(signal.reason) }
+  if (signal.aborted) abort()
+  else signal.addEventListener('abort', abort, { once: true })
+  return () => { signal.removeEventListener('abort', abort) }
+}
+
 /** Not `AbortSignal.any`: Node 20 keeps a signal it makes for good once it has a listener (nodejs/node#54614). */
 export function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
   const controller = new AbortController()
-  if (a.aborted || b.aborted) {
-    controller.abort((a.aborted ? a : b).reason)
-    return controller.signal
-  }
-  const onAbort = (): void => {
-    a.removeEventListener('abort', onAbort)
-    b.removeEventListener('abort', onAbort)
-    controller.abort((a.aborted ? a : b).reason)
-  }
-  a.addEventListener('abort', onAbort)
-  b.addEventListener('abort', onAbort)
+  const stops = [follow(controller, a), follow(controller, b)]
+  controller.signal.addEventListener('abort', () => { for (const stop of stops) stop() }, { once: true })
   return controller.signal
 }
 
@@ -77,13 +83,16 @@ export const kCallState: unique symbol = Symbol('mocapi.callState')
 export class CallState {
   readonly client: ClientState
   readonly principal: Principal
-  readonly stream: NotificationStream
-  readonly delivery: Delivery
+  stream: NotificationStream
+  delivery: Delivery
+  /** What `ctx.detach()` calls: set on a task-capable call from a client with the tasks extension. */
+  detacher: (() => Promise<void>) | undefined
   /** Undefined outside an interactive handler. */
   target: AskTarget | undefined
   /** 1 for a first call, 0 for a method that takes no rounds. */
   round = 0
-  signal: AbortSignal | undefined
+  #controller: AbortController | undefined
+  #unfollow: (() => void) | undefined
   lastProgress = -Infinity
   /** A 2025-era call replays on one stream, and its client must hear progress increase. */
   sentProgress = -Infinity
@@ -101,9 +110,29 @@ export class CallState {
   enter (target: AskTarget, round: number): void {
     this.target = target
     this.round = round
-    this.signal = undefined
+    this.#controller = undefined
     this.lastProgress = -Infinity
     this.passLogs = 0
+  }
+
+  /** The context's signal in a pass: aborted by its stream, by the pass ending, and by what the call detached to. */
+  passSignal (target: AskTarget): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      this.#unfollow = follow(this.#controller, this.stream.signal)
+      follow(this.#controller, target.signal)
+    }
+    return this.#controller.signal
+  }
+
+  /** The call goes on as a task: its notifications go to `stream`, its questions through `delivery`. */
+  detachTo (stream: NotificationStream, delivery: Delivery): void {
+    this.stream = stream
+    this.delivery = delivery
+    this.detacher = undefined
+    // The call's reply is done: its client leaving no longer concerns the task.
+    this.#unfollow?.()
+    if (this.#controller !== undefined) this.#unfollow = follow(this.#controller, stream.signal)
   }
 }
 
@@ -167,9 +196,19 @@ export class McpContext {
    */
   get signal (): AbortSignal {
     const state = this[kCallState]
-    if (state.target === undefined) return state.stream.signal
-    state.signal ??= eitherAborts(state.stream.signal, state.target.signal)
-    return state.signal
+    return state.target === undefined ? state.stream.signal : state.passSignal(state.target)
+  }
+
+  /**
+   * Makes a task-capable call a task (the tasks extension): the client gets the task at once, and the handler goes
+   * on in the background. What it asks from here is answered through `tasks/update`, and its result is kept for
+   * `tasks/get`. Questions asked before it are rounds of the call, and like them, the code before it runs again on
+   * each round. Without it, such a call becomes a task as soon as its handler waits on anything but mocapi.
+   * Resolves at once where there is no task to become: a tool without `task`, a client without the extension, a
+   * 2025-era client, a later pass of a task.
+   */
+  detach (): Promise<void> {
+    return this[kCallState].detacher?.() ?? Promise.resolve()
   }
 
   /** The request's pino logger. Answers, tokens and keys are never logged above debug. */
@@ -253,6 +292,7 @@ export class McpContext {
       throw new InvalidArgumentError(`progress must be a number greater than the last one reported (${state.lastProgress}), got ${progress}`)
     }
     state.lastProgress = progress
+    if (state.stream.progress !== undefined) return state.stream.progress(progress, total, message)
     if (progressToken === undefined || progress <= state.sentProgress) return
     state.sentProgress = progress
     const params: JsonObject = { progressToken, progress }

@@ -21,6 +21,9 @@ import { ReplayEngine } from './mrtr/engine.js'
 import { TokenDelivery } from './mrtr/token-delivery.js'
 import { ephemeralKey, keysFromEnv, parseKeys } from './mrtr/keys.js'
 import { KeyRing, type TokenVersion } from './mrtr/seal.js'
+import { TaskSealer } from './tasks/record.js'
+import { MemoryTaskStore, type TaskStore } from './tasks/store.js'
+import { Tasks } from './tasks/tasks.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
 import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
@@ -66,29 +69,47 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     size: options.bodyLimit,
   })
   const failures = new Failures(options.exposeErrors)
-  const tools = new Tools(engine, compiler, failures)
+  const taskStore: TaskStore = options.taskStore ?? new MemoryTaskStore()
+  const tasks = new Tasks({
+    store: taskStore,
+    sealer: new TaskSealer(ring, 8 * options.bodyLimit),
+    lease: options.lease,
+    perCaller: options.limits.tasksPerCaller,
+    resultLength: options.bodyLimit,
+    log: fastify.log,
+    announce: (id) => { bus.publish({ kind: 'task', id, node: exchange.node }) },
+  })
+  const tools = new Tools(engine, compiler, failures, tasks)
   const prompts = new Prompts(engine, compiler, failures)
   const resources = new Resources(engine, {
     cache: options.cache.resources,
     maxUriLength: options.limits.uriLength,
   }, failures)
-  const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility)
+  const taskView = (id: string, principal: string | null) => tasks.view(id, principal)
+  const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, taskView)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
   bus.attach((event) => {
     if (event.kind === 'session') hub.receive(event)
-    else subscriptions.deliver(event)
+    else if (event.kind === 'task') {
+      if (event.node !== exchange.node) tasks.changed(event.id).catch(() => {})
+      subscriptions.deliverTask(event.id)
+    } else subscriptions.deliver(event)
   }, { node: exchange.node, listener: (message) => exchange.received(message) }, () => subscriptions.catchUp())
   // Registrations made while the app boots are not news to anyone.
   let live = false
   fastify.addHook('onReady', async () => {
     await bus.ready()
     live = true
+    if (options.taskStore === undefined && tools.taskCapable > 0) {
+      fastify.log.warn('mocapi: tasks are kept in memory (no tasks.store configured): one node serves them, and a restart ' +
+        'loses them; use RedisTaskStore from mocapi/redis, or another TaskStore, across a fleet')
+    }
   })
   const announce = (event: ChangeEvent): void => {
     if (live) bus.publish(event)
   }
 
-  const features = { tools, prompts, resources, subscriptions, failures }
+  const features = { tools, prompts, resources, subscriptions, failures, tasks }
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections())
@@ -98,6 +119,8 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   })
   fastify.addHook('onClose', async () => {
     lifecycle.closed()
+    await tasks.close()
+    await taskStore.close?.()
     await bus.close()
   })
   let protectedResource
@@ -173,6 +196,8 @@ export type {
 export type { FromSchema } from './types/json-schema.js'
 export type { InputRequiredResult } from './mrtr/engine.js'
 export type { MocapiOptions, CacheHint } from './options.js'
+export { MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type MemoryTaskStoreOptions } from './tasks/store.js'
+export type { ToolTaskOptions, TaskEvent } from './tasks/tasks.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
 export type { CallToolResult, ClientCapabilities, ContentBlock, Implementation, JsonValue, LoggingLevel } from './protocol/wire.js'

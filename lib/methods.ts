@@ -8,6 +8,7 @@ import type { Prompts } from './features/prompts.js'
 import type { Resources } from './features/resources.js'
 import type { Subscriptions } from './features/subscriptions.js'
 import type { Tools } from './features/tools.js'
+import type { Tasks } from './tasks/tasks.js'
 import { McpError, internalError, invalidParams } from './errors.js'
 import type { ResolvedOptions } from './options.js'
 import { Dispatcher } from './protocol/dispatch.js'
@@ -19,6 +20,7 @@ export interface Features {
   resources: Resources
   subscriptions: Subscriptions
   failures: Failures
+  tasks: Tasks
 }
 
 /** Getters, so the one object stays current as items come and go. */
@@ -29,6 +31,7 @@ export function registered (features: Features): Registered {
     get prompts () { return prompts.size },
     get resources () { return resources.size },
     get templates () { return resources.templateCount },
+    get taskTools () { return tools.taskCapable },
   }
 }
 
@@ -83,7 +86,8 @@ export function defineShared (dispatcher: Dispatcher, options: ResolvedOptions, 
     run: (ctx) => page('tools', tools.visible(ctx), ctx.params.cursor, tools.varies),
   })
   dispatcher.define('tools/call', {
-    params: { name: 'string', arguments: 'object?' },
+    // `task` is the 2025-11-25 tasks hint: ignored, as the server alone decides what becomes a task.
+    params: { name: 'string', arguments: 'object?', task: 'object?' },
     interactive: true,
     enabled: hasTools,
     run: (ctx) => tools.call(ctx),
@@ -132,5 +136,14 @@ export function modernMethods (options: ResolvedOptions, features: Features): Di
   dispatcher.define('server/discover', { params: {}, run: async () => discover(options, counts) })
   defineShared(dispatcher, options, features)
   dispatcher.define('subscriptions/listen', { params: { notifications: 'object' }, run: (ctx) => features.subscriptions.listen(ctx) })
+  const { tasks, tools } = features
+  const hasTasks = () => tools.taskCapable > 0
+  dispatcher.define('tasks/get', { params: { taskId: 'string' }, enabled: hasTasks, run: (ctx) => tasks.get(ctx) })
+  dispatcher.define('tasks/update', {
+    params: { taskId: 'string', inputResponses: 'object' },
+    enabled: hasTasks,
+    run: (ctx) => tasks.update(ctx),
+  })
+  dispatcher.define('tasks/cancel', { params: { taskId: 'string' }, enabled: hasTasks, run: (ctx) => tasks.cancel(ctx) })
   return dispatcher
 }

@@ -5,6 +5,7 @@ import {
 } from './check.js'
 import { InvalidOptionError } from './errors.js'
 import type { TokenVersion } from './mrtr/seal.js'
+import type { TaskStore } from './tasks/store.js'
 import type { NotificationBus } from './bus/bus.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './mrtr/codec.js'
 import { LEGACY_VERSIONS, PROTOCOL_VERSION } from './protocol/wire.js'
@@ -99,6 +100,8 @@ export interface MocapiOptions {
     waitingCalls?: number
     /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 256 */
     waitingCallsPerCaller?: number
+    /** Tasks one caller holds until they expire: a principal, or a client address when anonymous. Default 64. */
+    tasksPerCaller?: number
   }
   /**
    * How long handlers still running when the server closes get to finish, in ms, before their
@@ -123,6 +126,20 @@ export interface MocapiOptions {
    * mocapi, and costs nothing measurable until then. `false` turns it off. Default `true`.
    */
   tracing?: boolean
+  /** Tasks (the `io.modelcontextprotocol/tasks` extension), for tools that declare `task`. */
+  tasks?: {
+    /**
+     * Where tasks live: a store every node of a deployment shares (`RedisTaskStore` from `mocapi/redis`), or any
+     * `TaskStore`. Default: in this process's memory, which serves one node and loses its tasks on restart (a
+     * warning at startup says so once a task-capable tool is registered). mocapi closes it when the server closes.
+     */
+    store?: TaskStore
+    /**
+     * How long a running pass holds its task, in ms, renewed every third of it: once it lapses, the node running
+     * it is taken for gone. Default 30 000, at most 2 147 483 647.
+     */
+    lease?: number
+  }
   /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
   session?: {
     /**
@@ -162,7 +179,8 @@ export interface ResolvedOptions {
     subscriptionUris: number,
     batchSize: number,
     waitingCalls: number,
-    waitingCallsPerCaller: number
+    waitingCallsPerCaller: number,
+    tasksPerCaller: number
   }
   shutdownGrace: number
   exposeErrors: boolean
@@ -171,6 +189,8 @@ export interface ResolvedOptions {
   sessionTtl: number
   answerTimeout: number
   bus: NotificationBus | undefined
+  taskStore: TaskStore | undefined
+  lease: number
   protectedResource: ProtectedResourceOptions | undefined
 }
 
@@ -189,6 +209,8 @@ const DEFAULT_WAITING_CALLS_PER_CALLER = 256
 const DEFAULT_SHUTDOWN_GRACE = 10_000
 const DEFAULT_SESSION_TTL = 86_400_000
 const DEFAULT_ANSWER_TIMEOUT = 300_000
+const DEFAULT_TASKS_PER_CALLER = 64
+const DEFAULT_LEASE = 30_000
 
 /** The longest delay a Node timer keeps: a longer one fires after 1 ms. */
 const MAX_TIMER_MS = 2 ** 31 - 1
@@ -201,12 +223,23 @@ function timerMs (value: unknown, name: string, fallback: number): number {
 }
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session', 'tasks'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
-const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller'])
+const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller', 'tasksPerCaller'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 const KNOWN_SESSION = new Set(['ttl', 'answerTimeout'])
+const KNOWN_TASKS = new Set(['store', 'lease'])
+
+/** A `TaskStore` given in `tasks.store`: an object with `create`, `get` and `update` functions. */
+function taskStoreOf (value: unknown): TaskStore | undefined {
+  if (value === undefined) return undefined
+  const store = value as Record<string, unknown> | null
+  if (typeof store !== 'object' || store === null || ['create', 'get', 'update'].some((name) => typeof store[name] !== 'function')) {
+    throw new InvalidOptionError(`tasks.store must be a TaskStore (an object with create, get and update functions), got ${describe(value)}`)
+  }
+  return value as TaskStore
+}
 
 function serverInfoOf (value: unknown): ResolvedOptions['serverInfo'] {
   if (value === undefined) return { name: 'mocapi', version: MOCAPI_VERSION }
@@ -242,6 +275,8 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
   knownFields(limits, KNOWN_LIMITS, 'limits.')
   const session = plainObject(o.session ?? {}, 'session')
   knownFields(session, KNOWN_SESSION, 'session.')
+  const tasks = plainObject(o.tasks ?? {}, 'tasks')
+  knownFields(tasks, KNOWN_TASKS, 'tasks.')
   const legacy = oneOf(o.legacy, ['serve', 'reject'], 'legacy', 'serve') === 'serve'
 
   const bus = o.bus
@@ -278,6 +313,7 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
       batchSize: positiveInteger(limits.batchSize, 'limits.batchSize', DEFAULT_BATCH_SIZE),
       waitingCalls: positiveInteger(limits.waitingCalls, 'limits.waitingCalls', DEFAULT_WAITING_CALLS),
       waitingCallsPerCaller: positiveInteger(limits.waitingCallsPerCaller, 'limits.waitingCallsPerCaller', DEFAULT_WAITING_CALLS_PER_CALLER),
+      tasksPerCaller: positiveInteger(limits.tasksPerCaller, 'limits.tasksPerCaller', DEFAULT_TASKS_PER_CALLER),
     },
     shutdownGrace: timerMs(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',
@@ -286,6 +322,8 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     sessionTtl: timerMs(session.ttl, 'session.ttl', DEFAULT_SESSION_TTL),
     answerTimeout: timerMs(session.answerTimeout, 'session.answerTimeout', DEFAULT_ANSWER_TIMEOUT),
     bus: bus as NotificationBus | undefined,
+    taskStore: taskStoreOf(tasks.store),
+    lease: timerMs(tasks.lease, 'tasks.lease', DEFAULT_LEASE),
     protectedResource: resolveProtectedResource(o.protectedResource),
   }
 }

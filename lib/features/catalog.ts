@@ -121,8 +121,8 @@ export class Catalog<L, E extends Entry<L>> {
 
 /** A definition's listed form: without the fields that only mocapi reads. */
 export function listedForm<T extends object> (definition: T): T {
-  const { canAccess, cache, complete, ...listed } =
-    definition as T & { canAccess?: unknown, cache?: unknown, complete?: unknown }
+  const { canAccess, cache, complete, task, ...listed } =
+    definition as T & { canAccess?: unknown, cache?: unknown, complete?: unknown, task?: unknown }
   return listed as T
 }
 

@@ -1,11 +1,14 @@
 import type { ResolvedOptions } from '../options.js'
 import type { JsonObject } from '../protocol/wire.js'
+import { TASKS_EXTENSION } from '../tasks/tasks.js'
 
 export interface Registered {
   readonly tools: number
   readonly prompts: number
   readonly resources: number
   readonly templates: number
+  /** Task-capable tools. */
+  readonly taskTools: number
 }
 
 /** What the server advertises, derived from what is registered now. */
@@ -16,6 +19,7 @@ export function capabilities (registered: Registered): JsonObject {
   if (registered.prompts > 0) caps.prompts = { listChanged: true }
   if (registered.resources > 0) caps.resources = { listChanged: true, subscribe: true }
   if (registered.prompts > 0 || registered.templates > 0) caps.completions = {}
+  if (registered.taskTools > 0) caps.extensions = { [TASKS_EXTENSION]: {} }
   return caps
 }
 

@@ -1,5 +1,6 @@
 import { kCallState, type McpContext, type NotificationStream } from '../context.js'
 import { invalidParams, invalidRequest } from '../errors.js'
+import { requireTasks } from '../tasks/tasks.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 
 /** A change that listeners may be told about. */
@@ -42,18 +43,40 @@ export interface Listener {
   readonly ctx: McpContext
   readonly lists: ReadonlySet<ListKind>
   readonly uris: Set<string>
+  /** The tasks it hears of (`notifications/tasks`); none on 2025-era streams. */
+  readonly tasks?: ReadonlySet<string>
   notify (event: ChangeEvent): void
+  /** Writes a task's current state to the stream. */
+  notifyTask? (task: JsonObject): void
   /** Called once, by the client leaving or the server closing. */
   end (): void
 }
 
+/** The current state of a task as `principal` may see it; undefined for a task that is not theirs. */
+export type TaskView = (id: string, principal: string | null) => Promise<JsonObject | undefined>
+
+interface Filter { lists: Set<ListKind>, uris: Set<string>, tasks: Set<string> }
+
+/** Task ids are 22 characters; a longer one names no task. */
+const MAX_TASK_ID = 64
+
 /** The dispatcher already made sure `value` is an object. */
-function readFilter (value: JsonObject, limits: StreamLimits): { lists: Set<ListKind>, uris: Set<string> } {
+function readFilter (ctx: McpContext, value: JsonObject, limits: StreamLimits): Filter {
   const lists = new Set<ListKind>()
   const uris = new Set<string>()
+  const tasks = new Set<string>()
   for (const key of Object.keys(value)) {
     const item = value[key]
-    if (key === 'resourceSubscriptions') {
+    if (key === 'taskIds') {
+      requireTasks(ctx)
+      if (!Array.isArray(item) || !item.every((id) => typeof id === 'string' && id.length <= MAX_TASK_ID)) {
+        throw invalidParams(`params.notifications.taskIds must be an array of task ids (at most ${MAX_TASK_ID} characters each)`)
+      }
+      if (item.length > limits.subscriptionUris) {
+        throw invalidParams(`params.notifications.taskIds holds ${item.length} ids; at most ${limits.subscriptionUris} are accepted (limits.subscriptionUris)`)
+      }
+      for (const id of item as string[]) tasks.add(id)
+    } else if (key === 'resourceSubscriptions') {
       if (!Array.isArray(item) || !item.every((uri) => typeof uri === 'string')) throw invalidParams('params.notifications.resourceSubscriptions must be an array of URIs')
       if (item.length > limits.subscriptionUris) {
         throw invalidParams(`params.notifications.resourceSubscriptions holds ${item.length} URIs; at most ${limits.subscriptionUris} are accepted (limits.subscriptionUris)`)
@@ -67,7 +90,7 @@ function readFilter (value: JsonObject, limits: StreamLimits): { lists: Set<List
       if (item) lists.add(LIST_FLAGS[key])
     } else throw invalidParams(`Unknown field params.notifications.${key}`)
   }
-  return { lists, uris }
+  return { lists, uris, tasks }
 }
 
 /**
@@ -81,10 +104,24 @@ export class Subscriptions {
   readonly #perCaller = new Map<string, number>()
   readonly #byList: Record<ListKind, Set<Listener>> = { tools: new Set(), prompts: new Set(), resources: new Set() }
   readonly #byUri = new Map<string, Set<Listener>>()
+  readonly #byTask = new Map<string, Set<Listener>>()
+  readonly #taskView: TaskView
 
-  constructor (limits: StreamLimits, visibility: ResourceVisibility) {
+  constructor (limits: StreamLimits, visibility: ResourceVisibility, taskView: TaskView) {
     this.#limits = limits
     this.#visibility = visibility
+    this.#taskView = taskView
+  }
+
+  /** Tells the streams naming a task of its current state, each as its caller may see it. */
+  deliverTask (id: string): void {
+    const listeners = this.#byTask.get(id)
+    if (listeners === undefined) return
+    for (const listener of listeners) {
+      this.#taskView(id, listener.ctx.principal).then((view) => {
+        if (view !== undefined && this.#listeners.has(listener)) listener.notifyTask?.(view)
+      }, () => {})
+    }
   }
 
   deliver (event: ChangeEvent): void {
@@ -127,6 +164,7 @@ export class Subscriptions {
     this.#listeners.add(listener)
     for (const kind of listener.lists) this.#byList[kind].add(listener)
     for (const uri of listener.uris) this.#index(uri, listener)
+    for (const id of listener.tasks ?? []) this.#index(id, listener, this.#byTask)
     let open = true
     return () => {
       if (!open) return
@@ -137,22 +175,23 @@ export class Subscriptions {
       else this.#perCaller.set(caller, left)
       for (const kind of listener.lists) this.#byList[kind].delete(listener)
       for (const uri of listener.uris) this.#unindex(uri, listener)
+      for (const id of listener.tasks ?? []) this.#unindex(id, listener, this.#byTask)
     }
   }
 
-  #index (uri: string, listener: Listener): void {
-    let set = this.#byUri.get(uri)
+  #index (uri: string, listener: Listener, index = this.#byUri): void {
+    let set = index.get(uri)
     if (set === undefined) {
       set = new Set()
-      this.#byUri.set(uri, set)
+      index.set(uri, set)
     }
     set.add(listener)
   }
 
-  #unindex (uri: string, listener: Listener): void {
-    const set = this.#byUri.get(uri) as Set<Listener>
+  #unindex (uri: string, listener: Listener, index = this.#byUri): void {
+    const set = index.get(uri) as Set<Listener>
     set.delete(listener)
-    if (set.size === 0) this.#byUri.delete(uri)
+    if (set.size === 0) index.delete(uri)
   }
 
   /** Whether an open stream has no room for one more URI (`limits.subscriptionUris`), and `uri` is not one it has. */
@@ -177,15 +216,19 @@ export class Subscriptions {
   }
 
   /** `ended` resolves once the client leaves, the stream is cut off or the server closes; 429/503 past the limits. */
-  stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string> }, format: (event: ChangeEvent) => object,
-    stream: NotificationStream = ctx[kCallState].stream): { listener: Listener, ended: Promise<void> } {
+  stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string>, tasks?: Set<string> },
+    format: (event: ChangeEvent) => object, stream: NotificationStream = ctx[kCallState].stream,
+    formatTask?: (task: JsonObject) => object): { listener: Listener, ended: Promise<void> } {
     let settle!: () => void
     const ended = new Promise<void>((resolve) => { settle = resolve })
     const listener: Listener = {
       ctx,
       lists: filter.lists,
       uris: filter.uris,
+      tasks: filter.tasks,
       notify: (event) => { if (!stream.notify(format(event))) listener.end() },
+      // A stream that can take no more ends with its signal, which ends the listener.
+      notifyTask: formatTask === undefined ? undefined : (task) => { stream.notify(formatTask(task)) },
       // Called only once `open` returned: opening runs no listener code.
       end: () => {
         close()
@@ -200,11 +243,12 @@ export class Subscriptions {
   }
 
   async listen (ctx: McpContext): Promise<JsonObject> {
-    const filter = readFilter(ctx.params.notifications as JsonObject, this.#limits)
+    const filter = readFilter(ctx, ctx.params.notifications as JsonObject, this.#limits)
     const meta = { [META_SUBSCRIPTION_ID]: ctx.id }
     const { ended } = this.stream(ctx, filter, (event) => event.kind === 'resource'
       ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri, _meta: meta } }
-      : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind], params: { _meta: meta } })
+      : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind], params: { _meta: meta } },
+    ctx[kCallState].stream, (task) => ({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: meta } }))
     ctx[kCallState].stream.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ctx.params.notifications, _meta: meta } })
     await ended
     return { _meta: meta }

@@ -5,6 +5,7 @@ import { describeErrors, type SchemaCompiler, type Validator } from '../json-sch
 import type { InputRequiredResult, ReplayEngine } from '../mrtr/engine.js'
 import { PROTOCOL_VERSION, type CallToolResult, type ContentBlock, type JsonObject, type JsonValue } from '../protocol/wire.js'
 import type { FromSchema } from '../types/json-schema.js'
+import { declaresTasks, tasksRequired, toolTask, type Tasks, type ToolTask, type ToolTaskOptions } from '../tasks/tasks.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import type { Failures } from './failures.js'
 import { ParamHeaders } from './param-headers.js'
@@ -28,6 +29,8 @@ export interface ToolDefinition {
   _meta?: JsonObject
   /** Whether the caller may see and call it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
   canAccess?: AccessCheck
+  /** Makes the tool task-capable (the tasks extension): see {@link ToolTaskOptions}. Not listed. */
+  task?: ToolTaskOptions
 }
 
 /** A result whose `structuredContent` is the tool's structured output. */
@@ -108,12 +111,13 @@ interface Tool extends Entry<ToolDefinition> {
   validateInput: Validator
   validateOutput: Validator | undefined
   paramHeaders: ParamHeaders | undefined
+  task: ToolTask | undefined
 }
 
 // The spec recommends [A-Za-z0-9_.-]; mocapi only refuses what no header or list can carry.
 const TOOL_NAME = /^[^\s\p{Cc}]{1,128}$/u
 const NO_ARGUMENTS = { type: 'object', additionalProperties: false }
-const KNOWN_FIELDS = new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'canAccess'])
+const KNOWN_FIELDS = new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'canAccess', 'task'])
 
 function errorResult (text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true }
@@ -127,12 +131,21 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
   readonly #engine: ReplayEngine
   readonly #compiler: SchemaCompiler
   readonly #failures: Failures
+  readonly #tasks: Tasks
+  #taskCapable = 0
 
-  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures) {
+  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures, tasks: Tasks) {
     super()
     this.#engine = engine
     this.#compiler = compiler
     this.#failures = failures
+    this.#tasks = tasks
+    tasks.runWith((ctx) => this.#pass(ctx))
+  }
+
+  /** How many registered tools are task-capable. */
+  get taskCapable (): number {
+    return this.#taskCapable
   }
 
   add (definition: ToolDefinition, handler: ToolHandler): void {
@@ -149,6 +162,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     }
     const outputSchema = definition.outputSchema === undefined ? undefined : plainObject(definition.outputSchema, `${where} outputSchema`, InvalidDefinitionError)
     const canAccess = accessCheck(definition.canAccess, where)
+    const task = toolTask(definition.task, where)
     const paramHeaders = ParamHeaders.compile(inputSchema, where)
     const validateInput = this.#compiler.compile(inputSchema, `${where} inputSchema`)
     let validateOutput
@@ -168,7 +182,9 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
       validateInput,
       validateOutput,
       paramHeaders,
+      task,
     })
+    if (task !== undefined) this.#taskCapable++
   }
 
   delete (name: string): boolean {
@@ -176,10 +192,12 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     if (tool === undefined) return false
     this.#compiler.release(tool.inputSchema)
     if (tool.outputSchema !== undefined) this.#compiler.release(tool.outputSchema)
+    if (tool.task !== undefined) this.#taskCapable--
     return true
   }
 
-  async call (ctx: McpContext): Promise<CallToolResult | InputRequiredResult> {
+  /** `tools/call`; a task-capable tool called by a client with the tasks extension becomes a task. */
+  async call (ctx: McpContext): Promise<CallToolResult | InputRequiredResult | JsonObject> {
     const name = ctx.params.name as string
     let tool = this.find(name, ctx)
     if (tool instanceof Promise) tool = await tool
@@ -189,6 +207,24 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     if (tool.paramHeaders !== undefined &&
       ctx.protocolVersion === PROTOCOL_VERSION) tool.paramHeaders.check(ctx.request.headers, args)
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
+    if (tool.task !== undefined) {
+      const task = tool.task
+      const run = (): Promise<JsonObject> => this.#run(ctx, tool, args) as Promise<unknown> as Promise<JsonObject>
+      if (declaresTasks(ctx)) return this.#tasks.call(ctx, task, run)
+      if (task.support === 'required') throw tasksRequired()
+    }
+    return this.#run(ctx, tool, args)
+  }
+
+  /** A later pass of a task: its tool, run again with its arguments. */
+  async #pass (ctx: McpContext): Promise<JsonObject> {
+    const name = ctx.params.name as string
+    const tool = await this.find(name, ctx)
+    if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
+    return await this.#run(ctx, tool, ctx.params.arguments as JsonObject) as unknown as JsonObject
+  }
+
+  async #run (ctx: McpContext, tool: Tool, args: JsonObject): Promise<CallToolResult | InputRequiredResult> {
     const handler = tool.handler
     let outcome
     try {

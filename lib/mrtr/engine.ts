@@ -60,8 +60,7 @@ export class ReplayEngine {
     fn: () => T | PromiseLike<T>
   ): Promise<{ complete: T } | InputRequiredResult> {
     const state = ctx[kCallState]
-    const delivery = state.delivery
-    let { ledger, responses, round } = delivery.start(ctx)
+    let { ledger, responses, round } = state.delivery.start(ctx)
     for (;;) {
       // A client gone before the handler began aborted before anyone listened: a handler awaiting the abort would hang.
       if (state.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(state.stream.signal.reason as Error).message}`)
@@ -77,7 +76,8 @@ export class ReplayEngine {
       if (round >= this.#maxRounds) {
         throw invalidParams(`${label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
       }
-      const delivered = await delivery.deliver(ctx, label, outcome, round + 1)
+      // Read now: a call that became a task delivers its questions through the task.
+      const delivered = await state.delivery.deliver(ctx, label, outcome, round + 1)
       if (delivered.kind === 'reply') return delivered.result
       ledger = outcome.ledger
       responses = delivered.responses

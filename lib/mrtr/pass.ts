@@ -76,6 +76,14 @@ export class ReplayPass implements AskTarget {
     return this.#controller.signal
   }
 
+  get asking (): boolean {
+    return this.#pending !== undefined
+  }
+
+  get ledger (): readonly LedgerEntry[] {
+    return this.#ledger
+  }
+
   get counts (): { answered: number, pending: number } {
     let answered = 0
     for (const slot of this.#ledger) if ('r' in slot) answered++

@@ -48,7 +48,14 @@ export function readMessage (body: unknown): Message {
 }
 
 /** The params field each targeted method's `Mcp-Name` header must match. */
-const NAME_FIELDS: Readonly<Record<string, 'name' | 'uri'>> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' }
+const NAME_FIELDS: Readonly<Record<string, 'name' | 'uri' | 'taskId'>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+}
 
 // Node joins a repeated header into one string, so a repeated MCP header reads `a, b` and fails the body comparison.
 export function header (headers: IncomingHttpHeaders, name: string): string | undefined {

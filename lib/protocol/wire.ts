@@ -119,3 +119,8 @@ export function deepFreeze<T> (value: T): T {
   }
   return value
 }
+
+/** Sets an own enumerable property of any name, `__proto__` included, which assignment would take for the prototype. */
+export function setOwn (target: JsonObject, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+}

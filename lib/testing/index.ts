@@ -25,3 +25,4 @@ export type { CallToolResult, ContentBlock, InputRequest } from '../protocol/wir
 export type { GetPromptResult } from '../features/prompts.js'
 export type { CreateMessageParams, CreateMessageResult, Root } from '../protocol/wire.js'
 export type { RequestedSchema } from '../elicitation/schema.js'
+export { taskStoreChecks, type TaskStoreCheck } from './task-store.js'

@@ -159,7 +159,7 @@ async function redisTests (t: Test): Promise<void> {
     const junk = ['not json', '42', 'null', '"tools"', '[]', '{}', '{"kind":5}', '{"kind":"nope"}', '{"kind":"resource"}', '{"kind":"resource","uri":5}', '{"kind":"__proto__"}',
       '{"kind":"session","op":"level","level":"info"}', '{"kind":"session","session":"s","op":"level","level":"loud"}',
       '{"kind":"session","session":"s","op":"subscribe"}', '{"kind":"session","session":"s","op":"cancel","requestId":{}}',
-      '{"kind":"session","session":"s","op":"other"}']
+      '{"kind":"session","session":"s","op":"other"}', '{"kind":"task","id":"t"}', '{"kind":"task","id":5,"node":"n"}']
     for (const message of junk) await admin.publish(name, message)
     const valid: Array<Record<string, unknown>> = [
       { kind: 'resource', uri: 'test://r', extra: true },
@@ -168,6 +168,7 @@ async function redisTests (t: Test): Promise<void> {
       { kind: 'session', session: 's', op: 'unsubscribe', uri: 'test://r', from: 5 },
       { kind: 'session', session: 's', op: 'subscribe', uri: 'test://r', from: 'hub-1' },
       { kind: 'session', session: 's', op: 'cancel', requestId: 7, level: 'ignored' },
+      { kind: 'task', id: 't', node: 'n', status: 'ignored' },
     ]
     for (const event of valid) await admin.publish(name, JSON.stringify(event))
     await until(() => heard.length === valid.length, 'the valid events arrived')
@@ -178,6 +179,7 @@ async function redisTests (t: Test): Promise<void> {
       { kind: 'session', session: 's', op: 'unsubscribe', uri: 'test://r' },
       { kind: 'session', session: 's', op: 'subscribe', uri: 'test://r', from: 'hub-1' },
       { kind: 'session', session: 's', op: 'cancel', requestId: 7 },
+      { kind: 'task', id: 't', node: 'n' },
     ], 'only the fields of an event are passed on (a subscription\'s origin when it is a string)')
     t.equal(bus.malformed, junk.length)
     t.same(errors.map((error) => (error as Error).message), valid.map(() => 'listener broke'), 'a throwing listener is reported, and the others still hear')

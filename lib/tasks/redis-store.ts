@@ -1,0 +1,139 @@
+import { createClient } from 'redis'
+import { fail, isPlainObject, nonEmptyString, optionalFunction, optionalString } from '../check.js'
+import { InvalidOptionError } from '../errors.js'
+import type { StoredTask, TaskStatus, TaskStore } from './store.js'
+
+/** The part of a node-redis (v5 or v6) client that the task store uses. */
+export interface RedisTaskConnection {
+  readonly isReady: boolean
+  connect (): Promise<unknown>
+  sendCommand (args: string[]): Promise<unknown>
+  close (): Promise<unknown>
+  destroy (): void
+  on (event: 'error', listener: (error: Error) => void): unknown
+}
+
+/** Options of {@link RedisTaskStore}. */
+export interface RedisTaskStoreOptions {
+  /** `redis[s]://…` URL of the server; node-redis's default (localhost:6379) when neither this nor `client` is given. */
+  url?: string
+  /** A redis client whose settings the store copies into a connection of its own (`duplicate()`); never closed. */
+  client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisTaskConnection }
+  /** What every key of the store starts with. Default `'mocapi:task:'`. */
+  prefix?: string
+  /** Told of connection errors (node-redis keeps reconnecting, each attempt an error). Default: ignored. */
+  onError?: (error: unknown) => void
+}
+
+// A task is a hash: `v` its version (what update compares) and `d` the stored task as JSON. Each owner has a sorted
+// set of its task ids scored by their expiry, which a create trims to count what the owner holds.
+const CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'd', ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[6])
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[2], last[2])
+return 1`
+
+const UPDATE = `
+if redis.call('HGET', KEYS[1], 'v') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+return 1`
+
+const STATUSES: ReadonlySet<unknown> = new Set<TaskStatus>(['working', 'input_required', 'completed', 'failed', 'cancelled'])
+
+/** A stored task read back, or undefined when it is not one. */
+function parseTask (json: string): StoredTask | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(json)
+  } catch {
+    return undefined
+  }
+  if (!isPlainObject(value)) return undefined
+  const { id, version, status, createdAt, updatedAt, expiresAt, leaseUntil, owner, sealed } = value
+  if (typeof id !== 'string' || typeof owner !== 'string' || typeof sealed !== 'string' || !STATUSES.has(status)) return undefined
+  if (![version, createdAt, updatedAt, expiresAt].every(Number.isSafeInteger)) return undefined
+  if (leaseUntil !== undefined && !Number.isSafeInteger(leaseUntil)) return undefined
+  return value as unknown as StoredTask
+}
+
+function ignore (): void {}
+
+/** How long a call waits for the store's first connection. */
+const CONNECT_WAIT_MS = 2000
+
+/**
+ * A {@link TaskStore} on Redis, shared by every node of a deployment: one hash per task, which Redis expires at
+ * the task's own deadline; a create and a compare-and-set update are each one script, so they are atomic. Its
+ * connection opens on first use; while Redis is unreachable, commands fail at once rather than wait in memory, and
+ * task calls are answered with an error saying so. One Redis server (or a primary with replicas) serves it.
+ *
+ * ```ts
+ * import { RedisTaskStore } from 'mocapi/redis'
+ * await app.register(mocapi, { tasks: { store: new RedisTaskStore({ url: process.env.REDIS_URL }) } })
+ * ```
+ */
+export class RedisTaskStore implements TaskStore {
+  readonly #connection: RedisTaskConnection
+  readonly #prefix: string
+  #connecting: Promise<unknown> | undefined
+  #closed = false
+
+  /** Throws an `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad option's value, as the plugin does. */
+  constructor (options: RedisTaskStoreOptions = {}) {
+    const url = optionalString(options.url, 'RedisTaskStore url')
+    const { client } = options
+    if (client !== undefined && typeof client?.duplicate !== 'function') fail('RedisTaskStore client', 'a redis client (with duplicate())', client)
+    if (client !== undefined && url !== undefined) throw new InvalidOptionError('RedisTaskStore takes url or client, not both')
+    this.#prefix = options.prefix === undefined ? 'mocapi:task:' : nonEmptyString(options.prefix, 'RedisTaskStore prefix')
+    const onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisTaskStore onError') ?? ignore
+    this.#connection = client?.duplicate({ disableOfflineQueue: true }) ??
+      createClient({ url, disableOfflineQueue: true }) as unknown as RedisTaskConnection
+    // A node-redis client with no 'error' listener crashes the process on the first outage.
+    this.#connection.on('error', onError)
+  }
+
+  async create (task: StoredTask, perOwner: number): Promise<boolean> {
+    const keys = [this.#prefix + task.id, `${this.#prefix}owner:${task.owner}`]
+    const created = await this.#command(['EVAL', CREATE, '2', ...keys, String(task.version), JSON.stringify(task),
+      String(task.expiresAt), String(Date.now()), String(perOwner), task.id])
+    if (created === -1) throw new Error(`mocapi: a task ${task.id} exists already`)
+    return created === 1
+  }
+
+  async get (id: string): Promise<StoredTask | undefined> {
+    const json = await this.#command(['HGET', this.#prefix + id, 'd'])
+    return typeof json === 'string' ? parseTask(json) : undefined
+  }
+
+  async update (task: StoredTask): Promise<boolean> {
+    const updated = await this.#command(['EVAL', UPDATE, '1', this.#prefix + task.id,
+      String(task.version - 1), String(task.version), JSON.stringify(task)])
+    return updated === 1
+  }
+
+  async close (): Promise<void> {
+    this.#closed = true
+    if (this.#connecting === undefined) return
+    // A connection still trying to reach the server is dropped; a live one ends its replies first.
+    if (this.#connection.isReady) await this.#connection.close().catch(ignore)
+    else this.#connection.destroy()
+  }
+
+  async #command (args: string[]): Promise<unknown> {
+    if (this.#closed) throw new Error('mocapi: the task store is closed')
+    if (!this.#connection.isReady) {
+      this.#connecting ??= this.#connection.connect()
+      // A server down at the first call keeps node-redis reconnecting: the call fails after a short wait, not never.
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([this.#connecting, new Promise((resolve) => { timer = setTimeout(resolve, CONNECT_WAIT_MS) })])
+      clearTimeout(timer)
+      if (!this.#connection.isReady) throw new Error('mocapi: Redis (the task store) is not reachable')
+    }
+    return await this.#connection.sendCommand(args)
+  }
+}

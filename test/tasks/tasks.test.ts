@@ -1,0 +1,251 @@
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { McpError, requestedSchema, type MocapiOptions } from '../../lib/index.js'
+import { build, call, meta } from '../helpers.js'
+
+const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
+const WITH_TASKS = { elicitation: {}, ...TASKS }
+
+/** A request from a client that declares the tasks extension, routed by its task id. */
+function task (app: FastifyInstance, method: string, params: Record<string, unknown>, capabilities: object = WITH_TASKS) {
+  return call(app, method, params, { capabilities, headers: typeof params.taskId === 'string' ? { 'mcp-name': params.taskId } : {} })
+}
+
+/** Polls `tasks/get` until the task leaves `working` (and `input_required`, unless `stopAt` names it). */
+async function settled (app: FastifyInstance, taskId: string, stopAt = 'completed') {
+  for (let i = 0; i < 200; i++) {
+    const { body } = await task(app, 'tasks/get', { taskId })
+    const status = body.result?.status
+    if (status === undefined || (status !== 'working' && (status !== 'input_required' || stopAt === 'input_required'))) return body
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`task ${taskId} did not settle`)
+}
+
+async function app (t: Parameters<typeof build>[0], options: MocapiOptions = {}) {
+  return build(t, options, (app) => {
+    app.mcp.tool({
+      name: 'slow',
+      inputSchema: { type: 'object', properties: { ms: { type: 'integer' } }, required: ['ms'] } as const,
+      task: { support: 'optional', ttl: 60_000, pollInterval: 50 },
+    }, async (args, ctx) => {
+      // Reported once the call is a task (its first wait), so it becomes the status message.
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      ctx.progress(1, 2, 'halfway')
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, args.ms)
+        ctx.signal.addEventListener('abort', () => { clearTimeout(timer); reject(ctx.signal.reason) }, { once: true })
+      })
+      return `slept ${args.ms}`
+    })
+    app.mcp.tool({ name: 'required', task: { support: 'required' } }, () => 'done at once')
+    app.mcp.tool({ name: 'broken', task: { support: 'optional' } }, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      throw new McpError(-32603, 'the job broke')
+    })
+    app.mcp.tool({ name: 'oops', task: { support: 'optional' } }, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      throw new Error('a tool error')
+    })
+    app.mcp.tool({
+      name: 'confirm',
+      inputSchema: { type: 'object', properties: { file: { type: 'string' } }, required: ['file'] } as const,
+      task: { support: 'optional' },
+    }, async (args, ctx) => {
+      await ctx.detach()
+      const [a, b] = await Promise.all([
+        ctx.elicit(`Delete ${args.file}?`, requestedSchema().boolean('confirm')),
+        ctx.elicit('Why?', requestedSchema().string('reason')),
+      ])
+      return `${a.action === 'accept' ? String(a.content.confirm) : a.action} / ${b.action === 'accept' ? b.content.reason : b.action}`
+    })
+    app.mcp.tool({ name: 'named', task: { support: 'required' } }, async (_args, ctx) => {
+      const answer = await ctx.elicit('Name?', requestedSchema().string('name'), { key: 'name' })
+      await ctx.detach()
+      return answer.action === 'accept' ? `Hello, ${answer.content.name}` : 'nobody'
+    })
+  })
+}
+
+t.test('server/discover declares the extension under capabilities.extensions, never capabilities.tasks', async (t) => {
+  const { body } = await call(await app(t), 'server/discover')
+  t.same(body.result.capabilities.extensions, TASKS.extensions)
+  t.equal(body.result.capabilities.tasks, undefined)
+  const { body: bare } = await call(await build(t), 'server/discover')
+  t.equal(bare.result.capabilities.extensions, undefined, 'no task-capable tool, no extension')
+})
+
+t.test('a task: created at once, found at once, working with its status message, then completed with its result', async (t) => {
+  const server = await app(t)
+  const created = await task(server, 'tools/call', { name: 'slow', arguments: { ms: 100 } })
+  const handle = created.body.result
+  t.equal(handle.resultType, 'task')
+  t.match(handle, { status: 'working', ttlMs: 60_000, pollIntervalMs: 50 })
+  t.match(handle.createdAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/)
+  t.notOk('result' in handle || 'requestState' in handle || 'inputRequests' in handle || 'task' in handle)
+  t.equal(handle.taskId.length, 22, '128 random bits')
+  const now = await task(server, 'tasks/get', { taskId: handle.taskId })
+  t.equal(now.body.result.resultType, 'complete')
+  t.match(now.body.result, { taskId: handle.taskId, status: 'working' })
+  const done = await settled(server, handle.taskId)
+  t.match(done.result, { status: 'completed', result: { content: [{ type: 'text', text: 'slept 100' }] } })
+  t.equal(done.result.statusMessage, undefined, 'the progress message went with the work')
+})
+
+t.test('progress becomes the status message; no notification reaches the call', async (t) => {
+  const server = await app(t)
+  const { body } = await task(server, 'tools/call', { name: 'slow', arguments: { ms: 300 } })
+  let seen
+  for (let i = 0; i < 50 && seen === undefined; i++) {
+    seen = (await task(server, 'tasks/get', { taskId: body.result.taskId })).body.result.statusMessage
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  t.equal(seen, 'halfway')
+})
+
+t.test('clients without the extension, and 2025-era clients, get the plain call; a required tool refuses them', async (t) => {
+  const server = await app(t)
+  const plain = await call(server, 'tools/call', { name: 'slow', arguments: { ms: 1 } })
+  t.equal(plain.body.result.resultType, 'complete')
+  t.equal(plain.body.result.content[0].text, 'slept 1')
+  const refused = await call(server, 'tools/call', { name: 'required' })
+  t.equal(refused.body.error.code, -32021)
+  t.same(refused.body.error.data, { requiredCapabilities: TASKS })
+  const optedIn = await call(server, 'tools/call', { name: 'slow', arguments: { ms: 1 } }, { meta: meta(TASKS) })
+  t.equal(optedIn.body.result.resultType, 'task', 'the opt-in is per request, in _meta')
+})
+
+t.test('a required tool that finishes at once is a completed task; an optional one answers its result', async (t) => {
+  const server = await app(t)
+  const { body } = await task(server, 'tools/call', { name: 'required' })
+  t.match(body.result, { resultType: 'task', status: 'completed' })
+  t.notOk('result' in body.result)
+  const done = await task(server, 'tasks/get', { taskId: body.result.taskId })
+  t.equal(done.body.result.result.content[0].text, 'done at once')
+})
+
+t.test('a JSON-RPC error fails the task with it; a thrown error completes it with isError', async (t) => {
+  const server = await app(t)
+  const broken = await settled(server, (await task(server, 'tools/call', { name: 'broken' })).body.result.taskId)
+  t.match(broken.result, { status: 'failed', error: { code: -32603, message: 'the job broke' } })
+  t.notOk('result' in broken.result)
+  const oops = await settled(server, (await task(server, 'tools/call', { name: 'oops' })).body.result.taskId)
+  t.match(oops.result, { status: 'completed', result: { isError: true } })
+})
+
+t.test('questions inside a task: input_required with every outstanding one; partial answers kept; the rest resume it', async (t) => {
+  const server = await app(t)
+  const { body } = await task(server, 'tools/call', { name: 'confirm', arguments: { file: 'a.txt' } })
+  const taskId = body.result.taskId
+  const waiting = await settled(server, taskId, 'input_required')
+  t.equal(waiting.result.status, 'input_required')
+  t.same(Object.keys(waiting.result.inputRequests), ['elicit-1', 'elicit-2'])
+  t.equal(waiting.result.inputRequests['elicit-1'].params.message, 'Delete a.txt?')
+  const first = await task(server, 'tasks/update', { taskId, inputResponses: { 'elicit-1': { action: 'accept', content: { confirm: true } }, unknown: { x: 1 } } })
+  t.same(first.body.result, { resultType: 'complete', _meta: first.body.result._meta }, 'an empty ack')
+  const half = await task(server, 'tasks/get', { taskId })
+  t.equal(half.body.result.status, 'input_required')
+  t.same(Object.keys(half.body.result.inputRequests), ['elicit-2'], 'the answered question is no longer asked')
+  const again = await task(server, 'tasks/update', { taskId, inputResponses: { 'elicit-1': { action: 'decline' } } })
+  t.equal(again.body.result.resultType, 'complete', 'an answered key is ignored')
+  await task(server, 'tasks/update', { taskId, inputResponses: { 'elicit-2': { action: 'accept', content: { reason: 'old' } } } })
+  const done = await settled(server, taskId)
+  t.equal(done.result.result.content[0].text, 'true / old')
+})
+
+t.test('questions before detach() are rounds of the call; the task then goes on without a requestState', async (t) => {
+  const server = await app(t)
+  const first = await task(server, 'tools/call', { name: 'named' })
+  t.equal(first.body.result.resultType, 'input_required')
+  t.notOk('taskId' in first.body.result)
+  const second = await task(server, 'tools/call', {
+    name: 'named', requestState: first.body.result.requestState, inputResponses: { name: { action: 'accept', content: { name: 'Alice' } } },
+  })
+  t.equal(second.body.result.resultType, 'task')
+  t.notOk('requestState' in second.body.result || 'inputRequests' in second.body.result)
+  const done = await settled(server, second.body.result.taskId)
+  t.equal(done.result.result.content[0].text, 'Hello, Alice')
+})
+
+t.test('cancel: an empty ack, the task cancelled at once and its signal aborted; idempotent once terminal', async (t) => {
+  const server = await app(t)
+  const { body } = await task(server, 'tools/call', { name: 'slow', arguments: { ms: 60_000 } })
+  const taskId = body.result.taskId
+  const ack = await task(server, 'tasks/cancel', { taskId })
+  t.same(Object.keys(ack.body.result).sort(), ['_meta', 'resultType'])
+  t.equal((await task(server, 'tasks/get', { taskId })).body.result.status, 'cancelled')
+  t.equal((await task(server, 'tasks/cancel', { taskId })).body.result.resultType, 'complete', 'again: the same ack')
+  // The aborted handler's failure is discarded: the task stays cancelled.
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  t.equal((await task(server, 'tasks/get', { taskId })).body.result.status, 'cancelled')
+})
+
+t.test('a task is its caller’s: another caller, an unknown id and a bad id get the same -32602', async (t) => {
+  const server = await app(t, { principal: (request) => request.headers['x-user'] as string ?? null })
+  const alice = { 'x-user': 'alice' }
+  const { body } = await call(server, 'tools/call', { name: 'slow', arguments: { ms: 1 } }, { capabilities: WITH_TASKS, headers: alice })
+  const taskId = body.result.taskId
+  t.type(taskId, 'string', JSON.stringify(body))
+  const own = await call(server, 'tasks/get', { taskId }, { capabilities: WITH_TASKS, headers: { ...alice, 'mcp-name': taskId } })
+  t.equal(own.body.result.taskId, taskId)
+  const errors: Array<{ code: number, message: string }> = []
+  for (const [id, user] of [[taskId, 'bob'], ['nope', 'alice'], ['x'.repeat(100), 'alice']]) {
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const params = method === 'tasks/update' ? { taskId: id, inputResponses: {} } : { taskId: id }
+      errors.push((await call(server, method, params, { capabilities: WITH_TASKS, headers: { 'x-user': user, 'mcp-name': id } })).body.error)
+    }
+  }
+  t.ok(errors.every((error) => error.code === -32602 && error.message === errors[0].message), JSON.stringify(errors[0]))
+})
+
+t.test('tasks/* from a client without the extension is -32021 before any lookup; tasks/result and tasks/list are -32601', async (t) => {
+  const server = await app(t)
+  for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
+    const params = method === 'tasks/update' ? { taskId: 'gate', inputResponses: {} } : { taskId: 'gate' }
+    const { body } = await call(server, method, params, { headers: { 'mcp-name': 'gate' } })
+    t.equal(body.error.code, -32021, method)
+    t.same(body.error.data, { requiredCapabilities: TASKS })
+  }
+  for (const method of ['tasks/result', 'tasks/list']) t.equal((await task(server, method, {})).body.error.code, -32601, method)
+})
+
+t.test('Mcp-Name must carry the task id', async (t) => {
+  const server = await app(t)
+  const { body } = await task(server, 'tools/call', { name: 'slow', arguments: { ms: 1 } })
+  const wrong = await call(server, 'tasks/get', { taskId: body.result.taskId }, { capabilities: WITH_TASKS, headers: { 'mcp-name': 'another' } })
+  t.equal(wrong.body.error.code, -32020)
+  const missing = await call(server, 'tasks/get', { taskId: body.result.taskId }, { capabilities: WITH_TASKS })
+  t.equal(missing.body.error.code, -32020)
+})
+
+t.test('a legacy task param on tools/call is ignored', async (t) => {
+  const server = await app(t)
+  const { body } = await call(server, 'tools/call', { name: 'slow', arguments: { ms: 1 }, task: { ttl: 60000 } })
+  t.equal(body.result.content[0].text, 'slept 1')
+})
+
+t.test('tasks per caller are bounded', async (t) => {
+  const server = await app(t, { limits: { tasksPerCaller: 2 } })
+  for (let i = 0; i < 2; i++) t.equal((await task(server, 'tools/call', { name: 'required' })).body.result.resultType, 'task')
+  const refused = await task(server, 'tools/call', { name: 'required' })
+  t.equal(refused.status, 429)
+  t.match(refused.body.error.message, /limits\.tasksPerCaller/)
+})
+
+t.test('a tool task option is checked at registration, naming the bad value', async (t) => {
+  const server = await build(t)
+  const cases: Array<[unknown, RegExp]> = [
+    [true, /tool "x" task must be an object, got true/],
+    [{}, /tool "x" task\.support must be 'optional' or 'required', got undefined/],
+    [{ support: 'always' }, /task\.support must be 'optional' or 'required', got "always"/],
+    [{ support: 'optional', ttl: 0 }, /task\.ttl must be a positive integer, got 0/],
+    [{ support: 'optional', ttl: 31 * 24 * 3_600_000 }, /task\.ttl must be at most 2592000000 \(30 days\)/],
+    [{ support: 'optional', pollInterval: -1 }, /task\.pollInterval must be a non-negative integer, got -1/],
+    [{ support: 'optional', ttl: 1000, pollInterval: 2000 }, /task\.pollInterval must be at most its ttl \(1000\), got 2000/],
+    [{ support: 'optional', rerun: 'yes' }, /task\.rerun must be true or false, got "yes"/],
+    [{ support: 'optional', extra: 1 }, /has an unknown field "extra"/],
+  ]
+  for (const [task, message] of cases) {
+    t.throws(() => server.mcp.tool({ name: 'x', task } as never, () => 'x'), { code: 'FST_MOCAPI_INVALID_DEFINITION', message }, String(message))
+  }
+})
