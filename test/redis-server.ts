@@ -11,7 +11,8 @@ export function missingRedis (): string | undefined {
   return undefined
 }
 
-async function freePort (): Promise<number> {
+/** A loopback port nothing listens on now. */
+export async function freePort (): Promise<number> {
   const server = createServer()
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')

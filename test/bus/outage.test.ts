@@ -1,12 +1,10 @@
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
-import { spawn, spawnSync } from 'node:child_process'
-import { once } from 'node:events'
-import { connect, createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi from '../../lib/index.js'
 import { EventStreamParser } from '../../lib/testing/transport.js'
 import { KEY, capturedLogs, listen } from '../helpers.js'
+import { freePort, missingRedis, startRedis } from '../redis-server.js'
 
 /**
  * A Redis outage, on a redis-server of the test's own that is stopped and started again on its
@@ -14,51 +12,12 @@ import { KEY, capturedLogs, listen } from '../helpers.js'
  * streams of both eras are told of the changes they may have missed.
  */
 
-function missingServer (): string | undefined {
-  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' })
-  if (probe.error !== undefined) return `redis-server is not installed (${(probe.error as NodeJS.ErrnoException).code})`
-  return undefined
-}
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
-}
-
-function answersPing (port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.setTimeout(500)
-    socket.once('connect', () => socket.write('PING\r\n'))
-    socket.once('data', (data) => { socket.destroy(); resolve(data.toString().startsWith('+PONG')) })
-    socket.once('timeout', () => { socket.destroy(); resolve(false) })
-    socket.once('error', () => resolve(false))
-  })
-}
-
 /** A redis-server on `port` that the test stops and starts again; stopped when the test ends. */
 function redisOn (t: Test, port: number) {
   let stopCurrent = async (): Promise<void> => {}
   async function start (): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-    const exited = once(child, 'exit')
-    stopCurrent = async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      child.kill('SIGTERM')
-      await exited
-    }
-    for (let attempt = 0; !(await answersPing(port)); attempt++) {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode} before accepting connections on port ${port}`)
-      if (attempt === 100) throw new Error(`redis-server did not accept connections on port ${port} within 5s`)
-      await sleep(50)
-    }
+    stopCurrent = (await startRedis(t, port)).stop
   }
-  t.teardown(() => stopCurrent())
   return { url: `redis://127.0.0.1:${port}`, start, stop: () => stopCurrent() }
 }
 
@@ -96,7 +55,7 @@ async function getStream (url: string, session: string) {
 const down = (line: Record<string, any>): boolean => /notification bus is down/.test(line.msg)
 const back = (line: Record<string, any>): boolean => /notification bus is back/.test(line.msg)
 
-const missing = missingServer()
+const missing = missingRedis()
 const required = process.env.MOCAPI_REQUIRE_SERVERS === '1'
 if (missing !== undefined && required) t.fail(`MOCAPI_REQUIRE_SERVERS=1 but ${missing}: install Debian's redis-server package`)
 else t.test('a Redis outage, on a real redis-server', { skip: missing }, outageTests)

@@ -1,62 +1,10 @@
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
-import { connect, createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createClient } from 'redis'
 import mocapi, { type BusEvent } from '../../lib/index.js'
 import { KEY, listen } from '../helpers.js'
-
-/** Why the Redis tests cannot run here, or `undefined` when they can. */
-function missingServer (): string | undefined {
-  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' })
-  if (probe.error !== undefined) return `redis-server is not installed (${(probe.error as NodeJS.ErrnoException).code})`
-  return undefined
-}
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
-}
-
-/** True once something on the port answers PING. */
-function answersPing (port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.setTimeout(500)
-    socket.once('connect', () => socket.write('PING\r\n'))
-    socket.once('data', (data) => { socket.destroy(); resolve(data.toString().startsWith('+PONG')) })
-    socket.once('timeout', () => { socket.destroy(); resolve(false) })
-    socket.once('error', () => resolve(false))
-  })
-}
-
-interface RedisServer { url: string, port: number, stop: () => Promise<void> }
-
-/** Starts a throwaway redis-server on a free loopback port, stopped when the test ends. */
-async function startRedis (t: Test): Promise<RedisServer> {
-  const port = await freePort()
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  const exited = once(child, 'exit')
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGTERM')
-    await exited
-  }
-  t.teardown(stop)
-  for (let attempt = 0; !(await answersPing(port)); attempt++) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode} before accepting connections on port ${port}`)
-    if (attempt === 100) throw new Error(`redis-server did not accept connections on port ${port} within 5s`)
-    await sleep(50)
-  }
-  return { url: `redis://127.0.0.1:${port}`, port, stop }
-}
+import { freePort, missingRedis, startRedis } from '../redis-server.js'
 
 /** What `fn` throws; fails the test when it returns. */
 function thrown (fn: () => unknown): unknown {
@@ -75,7 +23,7 @@ async function until (condition: () => boolean | Promise<boolean>, what: string)
   }
 }
 
-const missing = missingServer()
+const missing = missingRedis()
 const required = process.env.MOCAPI_REQUIRE_SERVERS === '1'
 if (missing !== undefined && required) t.fail(`MOCAPI_REQUIRE_SERVERS=1 but ${missing}: install Debian's redis-server package`)
 // The bus module is imported only in here, so a skipped run does not count it as uncovered.

@@ -1,26 +1,9 @@
 import t, { type Test } from 'tap'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify from 'fastify'
 import mocapi, { McpError, MemoryTaskStore, requestedSchema, type MocapiOptions, type StoredTask, type TaskStore } from '../../lib/index.js'
 import { createTestClient } from '../../lib/testing/index.js'
 import { KEY, call, capturedLogs } from '../helpers.js'
-
-const WITH_TASKS = { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } }
-
-function task (app: FastifyInstance, method: string, params: Record<string, unknown>, headers: Record<string, string> = {}) {
-  return call(app, method, params, { capabilities: WITH_TASKS, headers: typeof params.taskId === 'string' ? { 'mcp-name': params.taskId, ...headers } : headers })
-}
-
-async function until<T> (read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const value = await read()
-    if (done(value)) return value
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  throw new Error('timed out')
-}
-
-const status = (app: FastifyInstance, taskId: string, headers: Record<string, string> = {}) =>
-  task(app, 'tasks/get', { taskId }, headers).then(({ body }) => body.result ?? body.error)
+import { WITH_TASKS, status, task, until } from './client.js'
 
 /** A store that refuses the next `refusals` updates, as if another node always wrote first; `fail` makes calls throw. */
 class Contended implements TaskStore {

@@ -2,23 +2,7 @@ import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import mocapi, { InProcessBus, MemoryTaskStore, requestedSchema, type MocapiOptions, type StoredTask, type TaskStore } from '../../lib/index.js'
 import { KEY, call, capturedLogs } from '../helpers.js'
-
-const WITH_TASKS = { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } }
-
-function task (app: FastifyInstance, method: string, params: Record<string, unknown>) {
-  return call(app, method, params, { capabilities: WITH_TASKS, headers: typeof params.taskId === 'string' ? { 'mcp-name': params.taskId } : {} })
-}
-
-async function until<T> (read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const value = await read()
-    if (done(value)) return value
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  throw new Error('timed out')
-}
-
-const status = (app: FastifyInstance, taskId: string) => task(app, 'tasks/get', { taskId }).then(({ body }) => body.result ?? body.error)
+import { WITH_TASKS, status, task, until } from './client.js'
 
 /** The nodes of one deployment: apps sharing a store, a bus and the keys, each with the same tools. */
 async function fleet (t: Test, count: number,

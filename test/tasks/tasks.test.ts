@@ -2,14 +2,9 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { McpError, requestedSchema, type MocapiOptions } from '../../lib/index.js'
 import { build, call, meta } from '../helpers.js'
+import { WITH_TASKS, task } from './client.js'
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
-const WITH_TASKS = { elicitation: {}, ...TASKS }
-
-/** A request from a client that declares the tasks extension, routed by its task id. */
-function task (app: FastifyInstance, method: string, params: Record<string, unknown>, capabilities: object = WITH_TASKS) {
-  return call(app, method, params, { capabilities, headers: typeof params.taskId === 'string' ? { 'mcp-name': params.taskId } : {} })
-}
 
 /** Polls `tasks/get` until the task leaves `working` (and `input_required`, unless `stopAt` names it). */
 async function settled (app: FastifyInstance, taskId: string, stopAt = 'completed') {
