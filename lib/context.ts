@@ -111,6 +111,7 @@ export class CallState {
     this.target = target
     this.round = round
     this.#controller = undefined
+    this.#unfollow = undefined
     this.lastProgress = -Infinity
     this.passLogs = 0
   }

@@ -213,6 +213,24 @@ t.test('Mcp-Name must carry the task id', async (t) => {
   t.equal(missing.body.error.code, -32020)
 })
 
+t.test('a signal read before the call became a task hears the task\'s cancel, not the end of the call\'s reply', async (t) => {
+  const server = await build(t)
+  const heard: string[] = []
+  server.mcp.tool({ name: 'early', task: { support: 'optional' } }, async (_args, ctx) => {
+    const signal = ctx.signal
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 2_000)
+      signal.addEventListener('abort', () => { heard.push(String(signal.reason)); clearTimeout(timer); resolve() }, { once: true })
+    })
+    return 'ended'
+  })
+  const { body } = await task(server, 'tools/call', { name: 'early' })
+  await new Promise((resolve) => setTimeout(resolve, 30))
+  t.same(heard, [], 'the reply of the call ended, and the pass goes on')
+  await task(server, 'tasks/cancel', { taskId: body.result.taskId })
+  t.match(heard, [/the task was cancelled/])
+})
+
 t.test('a legacy task param on tools/call is ignored', async (t) => {
   const server = await app(t)
   const { body } = await call(server, 'tools/call', { name: 'slow', arguments: { ms: 1 }, task: { ttl: 60000 } })
