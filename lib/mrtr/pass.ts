@@ -2,7 +2,7 @@ import type { AskTarget } from '../context.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import { defaultKey, type Question } from '../elicitation/questions.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
-import type { ClientCapabilities, InputRequest, JsonObject } from '../protocol/wire.js'
+import { setOwn, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import type { LedgerEntry } from './codec.js'
 import { differingPart, fingerprint } from './fingerprint.js'
 
@@ -149,11 +149,14 @@ export class ReplayPass implements AskTarget {
     }
     ledger[ordinal] = { k: key, f: print }
     if (this.#pending === undefined) {
-      this.#pending = Object.create(null) as Record<string, InputRequest>
+      // A plain object: a store into one made by Object.create(null) cost a microsecond (bench/README.md#questions).
+      this.#pending = {}
       this.#yielded = rejected(new InputRequired())
       setImmediate(() => this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
     }
-    this.#pending[key] = question.build(this.#forms)
+    // Assignment would take `__proto__` for the prototype.
+    if (key === '__proto__') setOwn(this.#pending, key, question.build(this.#forms))
+    else this.#pending[key] = question.build(this.#forms)
     return this.#yielded as Promise<never>
   }
 

@@ -127,6 +127,18 @@ t.test('concurrent elicits are asked together, with stable keys', async (t) => {
   t.same(retry.body.result.content, [{ type: 'text', text: 'Ada <ada@example.com>' }])
 })
 
+t.test('an input key named __proto__ is asked as any other', async (t) => {
+  const app = await build(t, {}, (app) => {
+    app.mcp.tool({ name: 'odd' }, async (_args, ctx) => {
+      const answer = await ctx.elicit('Odd?', requestedSchema().boolean('ok'), { key: '__proto__' })
+      return answer.action === 'accept' ? `ok ${String(answer.content.ok)}` : answer.action
+    })
+  })
+  const first = await call(app, 'tools/call', { name: 'odd' })
+  t.same(Object.keys(first.body.result.inputRequests), ['__proto__'], 'an own key of the reply, not its prototype')
+  t.equal(first.body.result.inputRequests.__proto__.params.message, 'Odd?')
+})
+
 t.test('many concurrent elicits get ordinal keys, all asked in one round and all answered by key', async (t) => {
   const count = 70
   const app = await build(t, {}, (app) => {
