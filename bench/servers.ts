@@ -29,7 +29,9 @@ const [kind, portText] = process.argv.slice(2)
 
 const app = Fastify({ logger: false })
 if (kind === 'mocapi') {
-  await app.register(mocapi, { requestState: { keys: [KEY], ttl: 3_600_000 } })
+  // BENCH_TOKEN_VERSION=1 seals the layout without per-token keys, to measure that cost apart.
+  const tokenVersion = process.env.BENCH_TOKEN_VERSION === '1' ? 1 : 2
+  await app.register(mocapi, { requestState: { keys: [KEY], ttl: 3_600_000, tokenVersion } })
   app.mcp.tool({
     name: 'add',
     inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
