@@ -212,16 +212,17 @@ class Running {
   /** Renews the lease every third of it while the pass runs. */
   hold (lease: number): void {
     this.#renewal = setInterval(() => {
-      this.write('working', this.current.state, Date.now() + lease).catch(() => {})
+      // A renewal changes nothing a client sees: no one is told of it.
+      this.write('working', this.current.state, Date.now() + lease, false).catch(() => {})
     }, Math.max(1, Math.floor(lease / 3)))
     this.#renewal.unref()
   }
 
   /** Writes the task in `status` with `state`, unless it was lost; whether it was written. */
-  write (status: TaskStatus, state: TaskState, leaseUntil?: number): Promise<boolean> {
+  write (status: TaskStatus, state: TaskState, leaseUntil?: number, announce = true): Promise<boolean> {
     const next = this.#queue.then(async () => {
       if (this.#lost) return false
-      const written = await this.#tasks.replace(this.current, status, state, leaseUntil)
+      const written = await this.#tasks.replace(this.current, status, state, leaseUntil, announce)
       if (written === undefined) {
         this.lose('the task was changed elsewhere')
         return false
@@ -438,7 +439,13 @@ export class Tasks {
   }
 
   /** Replaces a task with its next version; the new task, or undefined when it changed meanwhile. */
-  async replace (task: Task, status: TaskStatus, state: TaskState, leaseUntil?: number): Promise<Task | undefined> {
+  async replace (
+    task: Task,
+    status: TaskStatus,
+    state: TaskState,
+    leaseUntil?: number,
+    announce = true
+  ): Promise<Task | undefined> {
     const now = Date.now()
     const previous = task.stored
     const stored: StoredTask = {
@@ -460,7 +467,7 @@ export class Tasks {
       throw storeFailed()
     }
     if (!written) return undefined
-    this.#parts.announce(previous.id)
+    if (announce) this.#parts.announce(previous.id)
     return { stored, state }
   }
 
