@@ -41,6 +41,48 @@ async function fleet (t: Test, count: number,
   return { nodes, started, aborted }
 }
 
+/** A `subscriptions/listen` stream over real HTTP naming `taskIds`: what it has said so far, and a wait for more. */
+async function listenTo (t: Test, app: FastifyInstance, id: number, taskIds: string[], headers: Record<string, string> = {}) {
+  const controller = new AbortController()
+  t.teardown(() => controller.abort())
+  const response = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp`, {
+    method: 'POST',
+    signal: controller.signal,
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+      ...headers,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: {
+        notifications: { taskIds },
+        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': WITH_TASKS },
+      },
+    }),
+  })
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader()
+  const stream = {
+    text: '',
+    /** Reads until the text matches `pattern`, or `ms` pass (then false). */
+    async seen (pattern: RegExp, ms = 3_000): Promise<boolean> {
+      const deadline = Date.now() + ms
+      while (!pattern.test(stream.text)) {
+        const next = await Promise.race([reader.read(), new Promise<undefined>((resolve) => setTimeout(resolve, deadline - Date.now()))])
+        if (next === undefined) return false
+        if (next.done) throw new Error(`stream ended before ${pattern}: ${stream.text}`)
+        stream.text += Buffer.from(next.value).toString()
+      }
+      return true
+    },
+  }
+  return stream
+}
+
 t.test('a question answered through another node: that node runs the next pass', async (t) => {
   const { nodes: [a, b] } = await fleet(t, 2)
   const { body } = await task(a, 'tools/call', { name: 'ask' })
@@ -112,38 +154,13 @@ t.test('notifications/tasks reach listen streams that name the task, from the no
   await a.listen({ port: 0, host: '127.0.0.1' })
   const { body } = await task(b, 'tools/call', { name: 'ask' })
   const taskId = body.result.taskId
-  const url = `http://127.0.0.1:${(a.server.address() as { port: number }).port}/mcp`
-  const controller = new AbortController()
-  t.teardown(() => controller.abort())
-  const response = await fetch(url, {
-    method: 'POST',
-    signal: controller.signal,
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 9,
-      method: 'subscriptions/listen',
-      params: {
-        notifications: { taskIds: [taskId] },
-        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': WITH_TASKS },
-      },
-    }),
-  })
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader()
-  let text = ''
-  const seen = async (pattern: RegExp) => {
-    while (!pattern.test(text)) {
-      const { value, done } = await reader.read()
-      if (done) throw new Error(`stream ended before ${pattern}: ${text}`)
-      text += Buffer.from(value).toString()
-    }
-  }
-  await seen(/notifications\/subscriptions\/acknowledged/)
+  const stream = await listenTo(t, a, 9, [taskId])
+  t.ok(await stream.seen(/notifications\/subscriptions\/acknowledged/))
   await until(() => status(b, taskId), (s) => s.status === 'input_required')
   await task(b, 'tasks/update', { taskId, inputResponses: { 'elicit-1': { action: 'accept', content: { n: 3 } } } })
-  await seen(/"status":"completed".*n=3/)
-  t.match(text, new RegExp(`"method":"notifications/tasks","params":\\{"taskId":"${taskId}","status":"working"`), 'the pass the answers started')
-  t.match(text, /"io.modelcontextprotocol\/subscriptionId":9/)
+  t.ok(await stream.seen(/"status":"completed".*n=3/))
+  t.match(stream.text, new RegExp(`"method":"notifications/tasks","params":\\{"taskId":"${taskId}","status":"working"`), 'the pass the answers started')
+  t.match(stream.text, /"io.modelcontextprotocol\/subscriptionId":9/)
 })
 
 t.test('taskIds on a listen stream need the extension on that request, and are bounded', async (t) => {
@@ -161,31 +178,10 @@ t.test('a listen stream naming another caller\'s task hears nothing of it', asyn
   await a.listen({ port: 0, host: '127.0.0.1' })
   const alice = await call(a, 'tools/call', { name: 'ask' }, { capabilities: WITH_TASKS, headers: { 'x-user': 'alice' } })
   const taskId = alice.body.result.taskId
-  const controller = new AbortController()
-  t.teardown(() => controller.abort())
-  const response = await fetch(`http://127.0.0.1:${(a.server.address() as { port: number }).port}/mcp`, {
-    method: 'POST',
-    signal: controller.signal,
-    headers: {
-      'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen', 'x-user': 'bob',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'subscriptions/listen',
-      params: {
-        notifications: { taskIds: [taskId] },
-        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': WITH_TASKS },
-      },
-    }),
-  })
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader()
-  let text = Buffer.from((await reader.read()).value as Uint8Array).toString()
+  const stream = await listenTo(t, a, 1, [taskId], { 'x-user': 'bob' })
+  t.ok(await stream.seen(/acknowledged/))
   await call(a, 'tasks/cancel', { taskId }, { capabilities: WITH_TASKS, headers: { 'x-user': 'alice', 'mcp-name': taskId } })
-  const more = await Promise.race([reader.read(), new Promise<undefined>((resolve) => setTimeout(resolve, 100))])
-  if (more !== undefined && more.value !== undefined) text += Buffer.from(more.value).toString()
-  t.match(text, /acknowledged/)
-  t.notMatch(text, /notifications\/tasks/)
+  t.equal(await stream.seen(/notifications\/tasks/, 150), false, 'bob heard nothing of alice\'s task')
 })
 
 t.test('a store that fails: task calls get a clear error, logged; the rest of the server serves on', async (t) => {
