@@ -136,7 +136,7 @@ t.test('an input key named __proto__ is asked as any other', async (t) => {
   })
   const first = await call(app, 'tools/call', { name: 'odd' })
   t.same(Object.keys(first.body.result.inputRequests), ['__proto__'], 'an own key of the reply, not its prototype')
-  t.equal(first.body.result.inputRequests.__proto__.params.message, 'Odd?')
+  t.equal(Object.getOwnPropertyDescriptor(first.body.result.inputRequests, '__proto__')?.value.params.message, 'Odd?')
 })
 
 t.test('many concurrent elicits get ordinal keys, all asked in one round and all answered by key', async (t) => {
