@@ -64,6 +64,25 @@ function parseEvent (message: string): BusEvent | undefined {
 function ignore (): void {}
 
 /**
+ * The connection a Redis part of mocapi opens: a copy of `client`'s settings, or a client of `url`; without an
+ * offline queue, so that while Redis is unreachable a command fails at once rather than wait in memory. Throws an
+ * `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad `url` or `client` of `what`.
+ */
+export function redisConnection<C> (
+  options: { url?: unknown, client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): C } },
+  what: string
+): C {
+  const url = optionalString(options.url, `${what} url`)
+  const { client } = options
+  if (client !== undefined && typeof client?.duplicate !== 'function') {
+    fail(`${what} client`, 'a redis client (with duplicate())', client)
+  }
+  if (client !== undefined && url !== undefined) throw new InvalidOptionError(`${what} takes url or client, not both`)
+  return client?.duplicate({ disableOfflineQueue: true }) ??
+    createClient({ url, disableOfflineQueue: true }) as unknown as C
+}
+
+/**
  * A {@link NotificationBus} over Redis pub/sub: an event reaches the listeners of every node on the same channel,
  * its own node's included (once, through Redis). A message for one node goes on `<channel>:node:<node>`, and
  * Redis's receiver count tells at once when that node is gone.
@@ -97,16 +116,11 @@ export class RedisBus implements NotificationBus {
 
   /** Throws an `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad option's value, as the plugin does. */
   constructor (options: RedisBusOptions = {}) {
-    const url = optionalString(options.url, 'RedisBus url')
-    const { client } = options
-    if (client !== undefined && typeof client?.duplicate !== 'function') fail('RedisBus client', 'a redis client (with duplicate())', client)
-    if (client !== undefined && url !== undefined) throw new InvalidOptionError('RedisBus takes url or client, not both')
+    const publisher = redisConnection<RedisConnection>(options, 'RedisBus')
     this.#channel = options.channel === undefined ? 'mocapi:changes' : nonEmptyString(options.channel, 'RedisBus channel')
     this.#onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisBus onError') ?? ignore
     this.#maxPending = positiveInteger(options.maxPending, 'RedisBus maxPending', 1000)
-    // No offline queue: while Redis is unreachable a command fails at once rather than wait in memory.
-    this.#publisher = client?.duplicate({ disableOfflineQueue: true }) ??
-      createClient({ url, disableOfflineQueue: true })
+    this.#publisher = publisher
     this.#subscriber = this.#publisher.duplicate()
     for (const connection of [this.#publisher, this.#subscriber]) {
       // A node-redis client with no 'error' listener crashes the process on the first outage.

@@ -1,6 +1,5 @@
-import { createClient } from 'redis'
-import { fail, isPlainObject, nonEmptyString, optionalFunction, optionalString } from '../check.js'
-import { InvalidOptionError } from '../errors.js'
+import { redisConnection } from '../bus/redis.js'
+import { isPlainObject, nonEmptyString, optionalFunction } from '../check.js'
 import type { StoredTask, TaskStatus, TaskStore } from './store.js'
 
 /** The part of a node-redis (v5 or v6) client that the task store uses. */
@@ -85,14 +84,10 @@ export class RedisTaskStore implements TaskStore {
 
   /** Throws an `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad option's value, as the plugin does. */
   constructor (options: RedisTaskStoreOptions = {}) {
-    const url = optionalString(options.url, 'RedisTaskStore url')
-    const { client } = options
-    if (client !== undefined && typeof client?.duplicate !== 'function') fail('RedisTaskStore client', 'a redis client (with duplicate())', client)
-    if (client !== undefined && url !== undefined) throw new InvalidOptionError('RedisTaskStore takes url or client, not both')
+    const connection = redisConnection<RedisTaskConnection>(options, 'RedisTaskStore')
     this.#prefix = options.prefix === undefined ? 'mocapi:task:' : nonEmptyString(options.prefix, 'RedisTaskStore prefix')
     const onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisTaskStore onError') ?? ignore
-    this.#connection = client?.duplicate({ disableOfflineQueue: true }) ??
-      createClient({ url, disableOfflineQueue: true }) as unknown as RedisTaskConnection
+    this.#connection = connection
     // A node-redis client with no 'error' listener crashes the process on the first outage.
     this.#connection.on('error', onError)
   }

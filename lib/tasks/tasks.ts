@@ -9,7 +9,6 @@ import { randomBytes } from 'node:crypto'
 import { CallState, McpContext, kCallState, type AskTarget, type NotificationStream } from '../context.js'
 import { boundedInteger, fail, knownFields, nonNegativeInteger, optionalBoolean, plainObject } from '../check.js'
 import { ErrorCode, InvalidDefinitionError, InvalidRequestStateError, McpError, invalidParams, invalidRequest, missingCapability } from '../errors.js'
-import type { LedgerEntry } from '../mrtr/codec.js'
 import type { Asked, Delivered, Delivery, ReplayStart } from '../mrtr/engine.js'
 import { isPlainObject, PROTOCOL_VERSION, setOwn, type JsonObject } from '../protocol/wire.js'
 import type { Task, TaskSealer, TaskState } from './record.js'
@@ -44,7 +43,7 @@ export interface ToolTask {
 }
 
 /** The longest `task.ttl`: 30 days. */
-export const MAX_TASK_TTL = 30 * 24 * 3_600_000
+const MAX_TASK_TTL = 30 * 24 * 3_600_000
 const DEFAULT_TASK_TTL = 3_600_000
 const DEFAULT_POLL_INTERVAL = 2_000
 const KNOWN_TASK_FIELDS = new Set(['support', 'ttl', 'pollInterval', 'rerun'])
@@ -123,7 +122,7 @@ export function tasksRequired (): McpError {
 }
 
 /** The `Task` fields of a task, as `tasks/get` and `notifications/tasks` show it. */
-export function detailed (task: Task): JsonObject {
+function detailed (task: Task): JsonObject {
   const { stored, state } = task
   const view = summary(task)
   if (stored.status === 'input_required') view.inputRequests = outstanding(state)
@@ -603,5 +602,3 @@ export class Tasks {
     return running
   }
 }
-
-export type { LedgerEntry }
