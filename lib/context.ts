@@ -204,7 +204,7 @@ export class McpContext {
    * Makes a task-capable call a task (the tasks extension): the client gets the task at once, and the handler goes
    * on in the background. What it asks from here is answered through `tasks/update`, and its result is kept for
    * `tasks/get`. Questions asked before it are rounds of the call, and like them, the code before it runs again on
-   * each round. Without it, such a call becomes a task as soon as its handler waits on anything but mocapi.
+   * each round. Without it (see `task.detach`), such a call becomes a task before its handler runs.
    * Resolves at once where there is no task to become: a tool without `task`, a client without the extension, a
    * 2025-era client, a later pass of a task.
    */

@@ -162,7 +162,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     }
     const outputSchema = definition.outputSchema === undefined ? undefined : plainObject(definition.outputSchema, `${where} outputSchema`, InvalidDefinitionError)
     const canAccess = accessCheck(definition.canAccess, where)
-    const task = toolTask(definition.task, where)
+    const task = toolTask(definition.task, where, handler)
     const paramHeaders = ParamHeaders.compile(inputSchema, where)
     const validateInput = this.#compiler.compile(inputSchema, `${where} inputSchema`)
     let validateOutput

@@ -32,6 +32,12 @@ export interface ToolTaskOptions {
    * the task (true), or fail the task saying so (false, the default). Set it for handlers that are idempotent.
    */
   rerun?: boolean
+  /**
+   * Whether the handler calls `ctx.detach()`. A handler that does runs its first pass as a call, whose questions
+   * before `detach()` are rounds of the call; one that does not becomes a task before it runs. Default: whether the
+   * handler's own source names `detach` (set it for a handler that detaches inside a function of its own).
+   */
+  detach?: boolean
 }
 
 /** A tool's task options, checked and filled in. */
@@ -40,16 +46,18 @@ export interface ToolTask {
   readonly ttl: number
   readonly pollInterval: number
   readonly rerun: boolean
+  readonly detach: boolean
 }
 
 /** The longest `task.ttl`: 30 days. */
 const MAX_TASK_TTL = 30 * 24 * 3_600_000
 const DEFAULT_TASK_TTL = 3_600_000
 const DEFAULT_POLL_INTERVAL = 2_000
-const KNOWN_TASK_FIELDS = new Set(['support', 'ttl', 'pollInterval', 'rerun'])
+const KNOWN_TASK_FIELDS = new Set(['support', 'ttl', 'pollInterval', 'rerun', 'detach'])
+const NAMES_DETACH = /\bdetach\b/
 
 /** Checks a tool's `task` option at registration; undefined for a tool without one. */
-export function toolTask (value: unknown, where: string): ToolTask | undefined {
+export function toolTask (value: unknown, where: string, handler: (...args: never[]) => unknown): ToolTask | undefined {
   if (value === undefined) return undefined
   const name = `${where} task`
   const options = plainObject(value, name, InvalidDefinitionError)
@@ -60,7 +68,15 @@ export function toolTask (value: unknown, where: string): ToolTask | undefined {
   const ttl = boundedInteger(options.ttl, `${name}.ttl`, DEFAULT_TASK_TTL, MAX_TASK_TTL, '30 days', InvalidDefinitionError)
   const pollInterval = nonNegativeInteger(options.pollInterval, `${name}.pollInterval`, DEFAULT_POLL_INTERVAL, InvalidDefinitionError)
   if (pollInterval > ttl) fail(`${name}.pollInterval`, `at most its ttl (${ttl})`, pollInterval, InvalidDefinitionError)
-  return { support: options.support, ttl, pollInterval, rerun: optionalBoolean(options.rerun, `${name}.rerun`, false, InvalidDefinitionError) }
+  return {
+    support: options.support,
+    ttl,
+    pollInterval,
+    rerun: optionalBoolean(options.rerun, `${name}.rerun`, false, InvalidDefinitionError),
+    detach: options.detach === undefined
+      ? NAMES_DETACH.test(Function.prototype.toString.call(handler))
+      : optionalBoolean(options.detach, `${name}.detach`, false, InvalidDefinitionError),
+  }
 }
 
 /** What the task methods and passes need of the registration. */
@@ -312,13 +328,19 @@ export class Tasks {
   }
 
   /**
-   * A task-capable call from a client with the extension: the handler's pass runs as an MRTR call until it calls
+   * A task-capable call from a client with the extension. A handler that does not detach becomes a task before it
+   * runs: the task is stored, then its first pass starts here. One that detaches runs as an MRTR call until it calls
    * `ctx.detach()`, or waits on anything but mocapi; the call then becomes a task and the pass goes on as its first.
    * A pass that asks first answers `input_required`, as any round; one that ends first answers its result (a
    * `'required'` tool's, as a completed task).
    */
   async call (ctx: McpContext, task: ToolTask, runPass: () => Promise<JsonObject>): Promise<JsonObject> {
     const state = ctx[kCallState]
+    if (!task.detach) {
+      const created = await this.#create(ctx, task, 'working', { ledger: [], round: 0 })
+      setImmediate(() => { this.#start(ctx.request, created) })
+      return { resultType: 'task', ...summary(created) }
+    }
     let detach!: () => void
     const detaching = new Promise<'detach'>((resolve) => { detach = () => { resolve('detach') } })
     let released!: { resolve: () => void, reject: (error: unknown) => void }
@@ -338,7 +360,8 @@ export class Tasks {
       state.detacher = undefined
       if ('error' in first) throw first.error
       if (first.result.resultType === 'input_required' || task.support === 'optional') return first.result
-      const created = await this.#create(ctx, task, 'completed', { ledger: [], round: state.round, result: first.result })
+      const result = { resultType: 'complete', ...first.result }
+      const created = await this.#create(ctx, task, 'completed', { ledger: [], round: state.round, result })
       return { resultType: 'task', ...summary(created) }
     }
     const target = state.target
@@ -587,7 +610,8 @@ export class Tasks {
         })
         return
       }
-      await running.write('completed', { ...running.current.state, result, message: undefined })
+      // The CallToolResult as a 2026-07-28 call answers it, `resultType` included.
+      await running.write('completed', { ...running.current.state, result: { resultType: 'complete', ...result }, message: undefined })
     }, async (error: unknown) => {
       if (running.lost) return
       const failure = error instanceof McpError ? error.toJSON() : { code: ErrorCode.InternalError, message: 'Internal error' }

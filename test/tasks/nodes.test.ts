@@ -197,10 +197,16 @@ t.test('a store that fails: task calls get a clear error, logged; the rest of th
     await new Promise((resolve) => setTimeout(resolve, 5))
     return 'done'
   })
+  app.mcp.tool({ name: 'later', task: { support: 'optional' } }, async (_args, ctx) => {
+    await ctx.detach()
+    return 'never'
+  })
   t.teardown(() => app.close())
   const created = await task(app, 'tools/call', { name: 'job' })
   t.equal(created.status, 503)
   t.match(created.body.error.message, /task store could not be reached/)
+  const detached = await task(app, 'tools/call', { name: 'later' })
+  t.equal(detached.status, 503, 'a call that detaches too')
   t.equal((await task(app, 'tasks/get', { taskId: 'abc' })).status, 503)
   t.ok(lines.some((line) => line.level === 50 && /task store failed/.test(line.msg)), 'logged at error')
   t.equal((await call(app, 'tools/call', { name: 'job' })).body.result.content[0].text, 'done', 'a plain call still works')

@@ -110,13 +110,85 @@ t.test('clients without the extension, and 2025-era clients, get the plain call;
   t.equal(optedIn.body.result.resultType, 'task', 'the opt-in is per request, in _meta')
 })
 
-t.test('a required tool that finishes at once is a completed task; an optional one answers its result', async (t) => {
+t.test('a tool that does not detach is a task before its handler runs, even one that ends at once', async (t) => {
   const server = await app(t)
+  let ran = 0
+  server.mcp.tool({ name: 'counted', task: { support: 'optional' } }, () => `ran ${++ran}`)
   const { body } = await task(server, 'tools/call', { name: 'required' })
-  t.match(body.result, { resultType: 'task', status: 'completed' })
+  t.match(body.result, { resultType: 'task', status: 'working' })
   t.notOk('result' in body.result)
-  const done = await task(server, 'tasks/get', { taskId: body.result.taskId })
-  t.equal(done.body.result.result.content[0].text, 'done at once')
+  t.equal((await settled(server, body.result.taskId)).result.result.content[0].text, 'done at once')
+  const counted = await task(server, 'tools/call', { name: 'counted' })
+  t.equal(counted.body.result.resultType, 'task', 'an optional tool too')
+  t.equal((await settled(server, counted.body.result.taskId)).result.result.content[0].text, 'ran 1', 'its handler ran once')
+})
+
+t.test('a tool that asks without detaching asks inside its task, not in rounds of the call', async (t) => {
+  const server = await app(t)
+  server.mcp.tool({ name: 'asks', task: { support: 'optional' } }, async (_args, ctx) => {
+    const answer = await ctx.elicit('Count?', requestedSchema().integer('n'))
+    return answer.action === 'accept' ? `n=${answer.content.n}` : answer.action
+  })
+  const { body } = await task(server, 'tools/call', { name: 'asks' })
+  t.match(body.result, { resultType: 'task', status: 'working' })
+  const asked = await settled(server, body.result.taskId, 'input_required')
+  t.match(asked.result, { status: 'input_required', inputRequests: { 'elicit-1': { method: 'elicitation/create', params: { message: 'Count?' } } } })
+  await task(server, 'tasks/update', { taskId: body.result.taskId, inputResponses: { 'elicit-1': { action: 'accept', content: { n: 4 } } } })
+  t.equal((await settled(server, body.result.taskId)).result.result.content[0].text, 'n=4')
+})
+
+t.test('a required tool that may detach but ends without it is a completed task at once', async (t) => {
+  const server = await app(t)
+  server.mcp.tool({
+    name: 'maybe',
+    inputSchema: { type: 'object', properties: { later: { type: 'boolean' } } } as const,
+    task: { support: 'required' },
+  }, async (args, ctx) => {
+    if (args.later === true) await ctx.detach()
+    return 'done here'
+  })
+  const { body } = await task(server, 'tools/call', { name: 'maybe', arguments: {} })
+  t.match(body.result, { resultType: 'task', status: 'completed' })
+  t.equal((await task(server, 'tasks/get', { taskId: body.result.taskId })).body.result.result.content[0].text, 'done here')
+})
+
+t.test('a signal taken before detach() follows the task: a cancel aborts it', async (t) => {
+  const server = await app(t)
+  let heard!: () => void
+  const aborted = new Promise<void>((resolve) => { heard = resolve })
+  server.mcp.tool({ name: 'watch', task: { support: 'optional' } }, async (_args, ctx) => {
+    const signal = ctx.signal
+    await ctx.detach()
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+    heard()
+    return 'stopped'
+  })
+  const { body } = await task(server, 'tools/call', { name: 'watch' })
+  t.equal(body.result.status, 'working')
+  await task(server, 'tasks/cancel', { taskId: body.result.taskId })
+  const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 1_000))
+  t.equal(await Promise.race([aborted.then(() => 'aborted'), timeout]), 'aborted', 'the signal taken before detach() aborted')
+  t.equal((await task(server, 'tasks/get', { taskId: body.result.taskId })).body.result.status, 'cancelled')
+})
+
+t.test('task.detach says whether a handler detaches, where its source cannot', async (t) => {
+  const server = await app(t)
+  // The handler detaches inside a function of its own, so its source does not name detach.
+  const later = async (ctx: { detach: () => Promise<void> }) => { await ctx.detach() }
+  server.mcp.tool({ name: 'helped', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
+    const answer = await ctx.elicit('Name?', requestedSchema().string('name'), { key: 'name' })
+    await later(ctx)
+    return answer.action === 'accept' ? `Hello, ${answer.content.name}` : 'nobody'
+  })
+  const round = await task(server, 'tools/call', { name: 'helped' })
+  t.equal(round.body.result.resultType, 'input_required', 'its question before detaching is a round of the call')
+  const created = await task(server, 'tools/call', {
+    name: 'helped',
+    requestState: round.body.result.requestState,
+    inputResponses: { name: { action: 'accept', content: { name: 'Ada' } } },
+  })
+  t.equal(created.body.result.resultType, 'task')
+  t.equal((await settled(server, created.body.result.taskId)).result.result.content[0].text, 'Hello, Ada')
 })
 
 t.test('a JSON-RPC error fails the task with it; a thrown error completes it with isError', async (t) => {
@@ -256,6 +328,7 @@ t.test('a tool task option is checked at registration, naming the bad value', as
     [{ support: 'optional', pollInterval: -1 }, /task\.pollInterval must be a non-negative integer, got -1/],
     [{ support: 'optional', ttl: 1000, pollInterval: 2000 }, /task\.pollInterval must be at most its ttl \(1000\), got 2000/],
     [{ support: 'optional', rerun: 'yes' }, /task\.rerun must be true or false, got "yes"/],
+    [{ support: 'optional', detach: 1 }, /task\.detach must be true or false, got 1/],
     [{ support: 'optional', extra: 1 }, /has an unknown field "extra"/],
   ]
   for (const [task, message] of cases) {
