@@ -19,9 +19,15 @@
  *     (its stream ends without a result), an answer POSTed for it afterwards gets 400 at once, and
  *     the client, calling again on the same session, completes on a survivor; flows held by the
  *     survivors complete undisturbed.
+ * (f) A rolling upgrade of the token layout, version 1 to 2, under load loses no flow and no session.
+ * (g) Tasks kept in a RedisTaskStore on the same Redis: 200 created through round-robin and polled through it at
+ *     their pollIntervalMs, 50 of them answered and 20 cancelled straight through another node than the one that
+ *     created them (the next pass runs on the node that took the answer; the cancel aborts the pass where it runs);
+ *     then a node SIGKILLed with 30 tasks running on it: those of `task_work` fail saying their node stopped, those
+ *     of `task_rerun` run again and complete on a survivor, the survivors' own complete undisturbed, none is lost.
  *
- * It needs nginx and redis-server: without nginx the file is skipped, without redis-server (d) and
- * (e) are; either fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
+ * It needs nginx and redis-server: without nginx the file is skipped, without redis-server (d), (e)
+ * and (g) are; either fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
  * MOCAPI_FLEET_KEEP=1 keeps the temporary directory (nginx.conf, error.log, access.log).
  */
 import t, { type Test } from 'tap'
@@ -138,6 +144,11 @@ class NodeProcess {
       this.waiting.add(check)
       check()
     })
+  }
+
+  /** Whether the process has printed `text` on stdout. */
+  printed (text: string): boolean {
+    return this.stdout.includes(text)
   }
 
   /** Tells the process to listen and resolves once it does. */
@@ -817,6 +828,173 @@ function checkLegacyFlows (t: Test, flows: LegacyFlow[], what: string): void {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Tasks: a 2026-07-28 client that declares the tasks extension
+
+const TASKS = 'io.modelcontextprotocol/tasks'
+const TASK_CLIENTS = 10
+
+interface TaskRun {
+  flow: string
+  /** The caller (`x-fleet-client`): ten of them share the tasks. */
+  client: string
+  tool: 'task_work' | 'task_rerun' | 'task_ask'
+  /** How long the work takes, in ms. */
+  ms: number
+  /** The answer the client gives to a `task_ask` question: random, so another task's answer shows. */
+  answer: number
+  taskId: string
+  /** The node that created the task, where its first pass runs. */
+  createdOn: string
+  pollInterval: number
+  /** The nodes that answered its `tasks/get`, in order. */
+  polls: string[]
+  /** The node that took its answer or its cancel, when it was sent one. */
+  answeredOn?: string
+  cancelledOn?: string
+  /** Its last `tasks/get` result. */
+  final?: any
+  /** nginx's 502s and dropped connections, each followed by the same request again. */
+  transportErrors: string[]
+  /** Anything that is not what this task should show. Must stay empty. */
+  wrong: string[]
+}
+
+let taskCount = 0
+
+function newTaskRun (tool: TaskRun['tool'], ms: number): TaskRun {
+  const n = ++taskCount
+  return {
+    flow: `t${n}-${randomBytes(3).toString('hex')}`,
+    client: `client-${n % TASK_CLIENTS}`,
+    tool,
+    ms,
+    answer: randomInt(1_000_000_000),
+    taskId: '',
+    createdOn: '',
+    pollInterval: 0,
+    polls: [],
+    transportErrors: [],
+    wrong: [],
+  }
+}
+
+/**
+ * A request of `run`'s client, through nginx (`port`) or straight to a node, sent again after a
+ * 502 or a dropped connection: every task method is safe to repeat (an answer already merged is
+ * ignored, a cancel of a cancelled task is acknowledged), and the task's creation is not retried
+ * here, since it is only sent with every node up. Its JSON-RPC reply and the node that gave it.
+ */
+async function taskRequest (port: number, run: TaskRun, method: string, params: Record<string, unknown>): Promise<{ node: string, body: any }> {
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': VERSION,
+    'mcp-method': method,
+    'mcp-name': method === 'tools/call' ? String(params.name) : run.taskId,
+    'x-fleet-client': run.client,
+  }
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: nextId++,
+    method,
+    params: {
+      ...params,
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': VERSION,
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, extensions: { [TASKS]: {} } },
+      },
+    },
+  })
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    try {
+      const reply = await post(port, headers, body)
+      if (reply.node !== undefined && reply.status === 200) return { node: reply.node, body: JSON.parse(reply.body) }
+      if (reply.node !== undefined || ![502, 503, 504].includes(reply.status) || method === 'tools/call') {
+        throw new Error(`${method}: HTTP ${reply.status} from ${reply.node ?? 'nginx'}: ${reply.body.slice(0, 200)}`)
+      }
+      run.transportErrors.push(`HTTP ${reply.status} from nginx`)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === undefined || method === 'tools/call') throw error
+      run.transportErrors.push(`connection: ${code}`)
+    }
+    await sleep(20)
+  }
+  throw new Error(`${method}: no reply after ${MAX_ATTEMPTS} attempts (${run.transportErrors.slice(-3).join('; ')})`)
+}
+
+/** Creates `run`'s task through nginx. */
+async function createTask (port: number, run: TaskRun): Promise<void> {
+  const { node, body } = await taskRequest(port, run, 'tools/call', { name: run.tool, arguments: { flow: run.flow, ms: run.ms } })
+  const result = body.result
+  if (typeof result?.taskId !== 'string' || result.status !== 'working') {
+    run.wrong.push(`created: ${JSON.stringify(body).slice(0, 300)}`)
+    return
+  }
+  run.taskId = result.taskId
+  run.createdOn = node
+  run.pollInterval = result.pollIntervalMs ?? 0
+}
+
+interface PollOptions {
+  /** Where the answer or the cancel goes: a node's own port, another than the one that created the task. */
+  other: (run: TaskRun) => { name: string, port: number }
+  /** Cancel the task (through `other`) once a poll has shown it working. */
+  cancel?: boolean
+  /** Give up (the task is lost) after this many ms. */
+  within: number
+}
+
+/** Polls `run`'s task through nginx at its pollIntervalMs until it ends, answering its question through another node. */
+async function pollTask (port: number, run: TaskRun, options: PollOptions): Promise<void> {
+  const deadline = Date.now() + options.within
+  let answered = false
+  while (Date.now() < deadline) {
+    await sleep(run.pollInterval)
+    const { node, body } = await taskRequest(port, run, 'tasks/get', { taskId: run.taskId })
+    run.polls.push(node)
+    const result = body.result
+    if (result === undefined || result.taskId !== run.taskId) {
+      run.wrong.push(`tasks/get on ${node}: ${JSON.stringify(body).slice(0, 300)}`)
+      return
+    }
+    run.final = result
+    if (['completed', 'failed', 'cancelled'].includes(result.status)) return
+    if (result.status === 'input_required') {
+      const keys = Object.keys(result.inputRequests ?? {})
+      const asked = result.inputRequests?.[keys[0]]?.params?.message
+      if (run.tool !== 'task_ask' || answered || keys.length !== 1 || asked !== `flow ${run.flow}: how many?`) {
+        run.wrong.push(`input_required on ${node}: ${JSON.stringify(result).slice(0, 300)}`)
+        return
+      }
+      const to = options.other(run)
+      const reply = await taskRequest(to.port, run, 'tasks/update', {
+        taskId: run.taskId,
+        inputResponses: { [keys[0]]: { action: 'accept', content: { n: run.answer } } },
+      })
+      if (reply.body.error !== undefined) run.wrong.push(`tasks/update on ${to.name}: ${JSON.stringify(reply.body.error)}`)
+      run.answeredOn = reply.node
+      answered = true
+    } else if (result.status !== 'working') {
+      run.wrong.push(`status ${result.status}`)
+      return
+    } else if (options.cancel && run.cancelledOn === undefined) {
+      const to = options.other(run)
+      const reply = await taskRequest(to.port, run, 'tasks/cancel', { taskId: run.taskId })
+      if (reply.body.error !== undefined) run.wrong.push(`tasks/cancel on ${to.name}: ${JSON.stringify(reply.body.error)}`)
+      run.cancelledOn = reply.node
+    }
+  }
+}
+
+/** Counts of `nodes` over the names given (one per request). */
+function tally (seen: string[], names: string[]): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(names.map((name) => [name, 0]))
+  for (const node of seen) counts[node] = (counts[node] ?? 0) + 1
+  return counts
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const nginxBin = findNginx()
 if (nginxBin === null) {
@@ -1280,6 +1458,118 @@ async function fleet (nginxBin: string): Promise<void> {
       `(+${slow.length} slow clients holding version 1 tokens), flows in flight at each restart ${Math.min(...spans)}-${Math.max(...spans)}; ` +
       `${flows.filter((flow) => !flow.done).length + slow.filter((flow) => !flow.done).length} flows lost; ${sessions.length} version 1 sessions ` +
       `each calling after every restart, ${lostSessions.length} lost`
+    figures.push(line)
+    t.comment(line)
+  })
+
+  await t.test('(g) tasks over a RedisTaskStore: created and polled round-robin, answered and cancelled through other nodes, a node killed under them', {
+    skip: redisUrl === undefined ? 'redis-server is not installed: the task scenario needs a RedisTaskStore' : false,
+  }, async (t) => {
+    const byName = new Map(nodes.map((node) => [node.name, node]))
+    /** The node after the one that created the task: another node, whatever nginx would pick. */
+    const other = (run: TaskRun): { name: string, port: number } => {
+      const next = nodes[(nodes.findIndex((node) => node.name === run.createdOn) + 1) % nodes.length]
+      return { name: next.name, port: next.port }
+    }
+    const started = Date.now()
+
+    // 200 tasks at once: 130 that work 20 to 300 ms, 50 that ask a question, 20 that work 8 s and are cancelled.
+    const runs = [
+      ...Array.from({ length: 130 }, () => newTaskRun('task_work', 20 + randomInt(280))),
+      ...Array.from({ length: 50 }, () => newTaskRun('task_ask', 0)),
+      ...Array.from({ length: 20 }, () => newTaskRun('task_work', 8_000)),
+    ]
+    const cancelled = new Set(runs.slice(180))
+    await Promise.all(runs.map(async (run) => {
+      await createTask(proxyPort, run)
+      if (run.taskId !== '') await pollTask(proxyPort, run, { other, cancel: cancelled.has(run), within: 30_000 })
+    }))
+    const ms = Date.now() - started
+
+    const wrong = runs.flatMap((run) => run.wrong.map((text) => `${run.flow}: ${text}`))
+    const expected = (run: TaskRun): string => {
+      if (cancelled.has(run)) return 'cancelled'
+      if (run.tool === 'task_ask') return `completed: flow ${run.flow}: answer ${run.answer} on ${run.answeredOn}`
+      return `completed: flow ${run.flow}: worked on ${run.createdOn}`
+    }
+    const outcome = (run: TaskRun): string => run.final?.status === 'completed'
+      ? `completed: ${run.final.result?.content?.[0]?.text}${run.final.result?.isError ? ' (isError)' : ''}`
+      : String(run.final?.status)
+    t.same(wrong, [], 'every reply was about the task asked for, and every question was its own')
+    t.same(runs.filter((run) => outcome(run) !== expected(run)).map((run) => `${run.flow}: ${outcome(run)}, expected ${expected(run)}`), [],
+      'every task ended as it should: its own work, its own answer (the next pass on the node that took it), or cancelled')
+    const created = tally(runs.map((run) => run.createdOn), names)
+    for (const name of names) t.ok(created[name] >= 60 && created[name] <= 74, `${name} created a third of the tasks (${created[name]})`)
+    const polls = runs.flatMap((run) => run.polls)
+    const polled = tally(polls, names)
+    for (const name of names) t.ok(Math.abs(polled[name] - polls.length / 3) <= 3 + polls.length / 30, `${name} answered a third of the polls (${polled[name]})`)
+    const asked = runs.filter((run) => run.tool === 'task_ask')
+    t.same(asked.filter((run) => run.answeredOn === undefined || run.answeredOn === run.createdOn).map((run) => run.flow), [],
+      'each of the 50 questions was answered through another node than the one that asked it')
+    const cancels = [...cancelled]
+    t.same(cancels.filter((run) => run.cancelledOn === undefined || run.cancelledOn === run.createdOn).map((run) => run.flow), [],
+      'each of the 20 cancels went through another node than the one running the task')
+    // The node running the pass heard the cancel over the bus: its ctx.signal aborted the 8 s wait.
+    const abortSeen = async (run: TaskRun): Promise<boolean> => {
+      for (let i = 0; i < 100; i++) {
+        if (byName.get(run.createdOn)?.current?.printed(`aborted ${run.flow} on ${run.createdOn}`)) return true
+        await sleep(20)
+      }
+      return false
+    }
+    const unheard = []
+    for (const run of cancels) if (!(await abortSeen(run))) unheard.push(run.flow)
+    t.same(unheard, [], 'each cancel aborted the pass on the node running it')
+    t.ok(ms < 8_000, `the cancelled tasks did not run their 8 s out (all 200 ended in ${ms} ms)`)
+
+    // A task is its creator's: another caller gets what an unknown id gets.
+    const stranger = { ...runs[0], client: 'stranger', transportErrors: [], wrong: [] }
+    const refused = await taskRequest(proxyPort, stranger, 'tasks/get', { taskId: runs[0].taskId })
+    const unknownId = randomBytes(16).toString('base64url')
+    const unknown = await taskRequest(proxyPort, { ...stranger, taskId: unknownId }, 'tasks/get', { taskId: unknownId })
+    t.equal(refused.body.error?.code, -32602, 'another caller cannot read the task')
+    t.equal(refused.body.error?.message, unknown.body.error?.message, 'and is told what an unknown id is told')
+
+    // A node killed with 30 tasks running on it: half of them may run again (task_rerun).
+    const victim = nodes[0]
+    const doomed: TaskRun[] = []
+    const spared: TaskRun[] = []
+    for (let i = 0; doomed.length < 30; i++) {
+      if (i === 200) throw new Error(`only ${doomed.length} of the tasks created landed on ${victim.name}`)
+      const run = newTaskRun(i % 2 === 0 ? 'task_work' : 'task_rerun', 5_000)
+      await createTask(proxyPort, run)
+      t.equal(run.wrong.length, 0, `${run.flow} created`)
+      ;(run.createdOn === victim.name ? doomed : spared).push(run)
+    }
+    await victim.stop('SIGKILL')
+    const killedAt = Date.now()
+    await Promise.all([...doomed, ...spared].map((run) => pollTask(proxyPort, run, { other, within: 30_000 })))
+    const recovered = Date.now() - killedAt
+
+    const kill = [...doomed, ...spared]
+    t.same(kill.flatMap((run) => run.wrong.map((text) => `${run.flow}: ${text}`)), [], 'every reply was about the task asked for')
+    const lost = kill.filter((run) => !['completed', 'failed'].includes(run.final?.status))
+    t.same(lost.map((run) => `${run.flow}: ${run.final?.status}`), [], 'no task was lost: each completed or failed within 30 s')
+    const failedRight = doomed.filter((run) => run.tool === 'task_work' && run.final?.status === 'failed' &&
+      run.final.error?.code === -32603 && run.final.error.message === 'The node running this task stopped before it finished')
+    const rerunRight = doomed.filter((run) => run.tool === 'task_rerun' && outcome(run) !== 'failed' &&
+      new RegExp(`^completed: flow ${run.flow}: worked on (${names.filter((name) => name !== victim.name).join('|')})$`).test(outcome(run)))
+    const doomedWork = doomed.filter((run) => run.tool === 'task_work')
+    t.ok(doomedWork.length >= 5 && doomed.length - doomedWork.length >= 5, `both kinds ran on ${victim.name} (${doomedWork.length} task_work, ${doomed.length - doomedWork.length} task_rerun)`)
+    t.same(doomed.filter((run) => !failedRight.includes(run) && !rerunRight.includes(run)).map((run) => `${run.tool} ${run.flow}: ${outcome(run)} ${JSON.stringify(run.final?.error ?? '')}`), [],
+      `each task ${victim.name} ran failed saying its node stopped, or, with rerun, completed on a survivor`)
+    t.same(spared.filter((run) => outcome(run) !== `completed: flow ${run.flow}: worked on ${run.createdOn}`).map((run) => `${run.flow}: ${outcome(run)}`), [],
+      'each task a survivor ran completed there undisturbed')
+    const errors = [...runs, ...kill].flatMap((run) => run.transportErrors)
+    t.same(errors.filter((text) => !/^HTTP 502 from nginx$|^connection: /.test(text)), [], 'every transport error was a 502 from nginx or a dropped connection, and resent')
+
+    const line = `(g) tasks over RedisTaskStore: 200 created round-robin (per node ${names.map((name) => `${name} ${created[name]}`).join(', ')}), ` +
+      `${polls.length} polls round-robin at pollIntervalMs (per node ${names.map((name) => `${name} ${polled[name]}`).join(', ')}), all 200 ended in ${ms} ms; ` +
+      `${asked.length} answered through another node (the next pass ran there: ${asked.filter((run) => outcome(run) === expected(run)).length}); ` +
+      `${cancels.length} cancelled through another node (pass aborted on the running node: ${cancels.length - unheard.length}); ` +
+      `${victim.name} SIGKILLed with ${doomed.length} running (${failedRight.length} failed saying so, ${rerunRight.length} rerun to completion on survivors; ` +
+      `${spared.length} on survivors completed), all ended ${recovered} ms after the kill; ${errors.length} transport errors resent; ` +
+      `${lost.length} lost, ${wrong.length + kill.filter((run) => run.wrong.length > 0).length} wrong`
     figures.push(line)
     t.comment(line)
   })
