@@ -7,7 +7,9 @@ export const USAGE = `Usage:
   mocapi tools <url> [--token T] [--protocol-version V] [--json]
 
 Calls a tool of an MCP 2026-07-28 server at <url> (its endpoint, such as http://127.0.0.1:3000/mcp),
-asking each elicitation's questions on the terminal, round after round, and prints the result.
+asking each elicitation's questions on the terminal, round after round, and prints the result. A tool
+that runs as a task (the tasks extension) is followed to its end: its status on stderr, its questions
+asked the same way.
 
   --arg key=value     a string argument; key:=value takes JSON (numbers, booleans, arrays, objects)
   --args-json JSON    the arguments as one JSON object (--arg entries are applied on top)

@@ -1,6 +1,7 @@
 /**
  * `mocapi`: try an MCP 2026-07-28 server by hand. `mocapi call <url> <tool>` calls a tool and asks
- * the questions of each elicitation on the terminal until the result is complete; with
+ * the questions of each elicitation on the terminal until the result is complete (following a task-capable tool's
+ * task, polled at its pollIntervalMs, its questions asked the same way); with
  * `--protocol-version 2025-11-25` (or another 2025 revision), as a client of that era.
  */
 import type { Readable, Writable } from 'node:stream'
@@ -63,6 +64,15 @@ export function toolLine (tool: ListedTool): string {
   return `${shown(tool.name)}(${args.join(', ')})${tool.description === undefined ? '' : `  ${shown(tool.description)}`}`
 }
 
+/** A task as one line of stderr: its status, and its status message when it has one. */
+export function taskLine (task: JsonObject): string {
+  const message = task.statusMessage === undefined ? '' : `: ${shown(task.statusMessage)}`
+  return `task ${shown(task.status)}${message}`
+}
+
+/** The longest the CLI follows a task: a day (Ctrl-C stops it sooner). */
+const TASK_TIMEOUT = 24 * 3_600_000
+
 /** What to do about a 401: send a token, or a better one. */
 function credentialsHint (token: string | undefined): string {
   return token === undefined
@@ -87,12 +97,21 @@ function terminalAnswers (asker: Asker, yes: boolean): AnswerFunction {
 }
 
 async function run (command: Exclude<Command, { command: 'help' }>, io: Io, terminal: Terminal): Promise<number> {
+  let lastTask = ''
   const client = createTestClient(command.url, {
     token: command.token,
     protocolVersion: command.version,
     clientInfo: CLIENT_INFO,
     capabilities: { elicitation: { form: {}, url: {} } },
+    tasks: true,
+    taskTimeout: TASK_TIMEOUT,
     onNotification: (notification) => terminal.say(notificationText(notification)),
+    onTask: (task) => {
+      // Said when it changes, not on every poll.
+      const line = taskLine(task)
+      if (line !== lastTask) terminal.say(line)
+      lastTask = line
+    },
     onRound: (round, requests) => {
       const count = Object.keys(requests).length
       terminal.say(`round ${round}: ${count} ${count === 1 ? 'question' : 'questions'}`)

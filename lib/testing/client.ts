@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { GetPromptResult } from '../features/prompts.js'
 import type { ResourceContents } from '../features/resources.js'
 import type { CallToolResult, ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
 import { answerFunction, viewOf, type AnswerFunction, type Answers, type InputResponse } from './answers.js'
-import { resultOf } from './errors.js'
+import { fail, isObject, resultOf } from './errors.js'
 import { LegacySession, isLegacyVersion, type ClientDefaults, type LegacyProtocolVersion } from './session.js'
 import { headersOf, httpTransport, injectTransport, readReply, type ReadReply, type Transport } from './transport.js'
 
@@ -11,6 +12,7 @@ export { McpClientError } from './errors.js'
 export type { LegacyProtocolVersion } from './session.js'
 
 const PROTOCOL_VERSION = '2026-07-28'
+const TASKS = 'io.modelcontextprotocol/tasks'
 
 const DEFAULTS: ClientDefaults = {
   capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} },
@@ -56,6 +58,18 @@ export interface TestClientOptions<V extends string = string> {
    * In a 2025 revision, on each round of requests the server sends, before they are answered.
    */
   onRound?: (round: number, inputRequests: Record<string, InputRequest>) => void
+  /**
+   * Declare the tasks extension (`io.modelcontextprotocol/tasks`) besides `capabilities`. Either way, a call that
+   * becomes a task is followed to its end: `tasks/get` every `pollIntervalMs` of the task, its questions answered
+   * with the call's `answers` through `tasks/update` (each a round), its result the call's.
+   */
+  tasks?: boolean
+  /** ms between two `tasks/get` of a task the client follows. Default: the task's `pollIntervalMs`. */
+  taskPollInterval?: number
+  /** How long a call follows its task before it fails, in ms. Default 60 000. */
+  taskTimeout?: number
+  /** Called with the task as each `tasks/get` shows it (`status`, `statusMessage`, …). */
+  onTask?: (task: JsonObject) => void
 }
 
 /** Per-call `_meta` fields (say `progressToken`) and HTTP headers, which win over the client's `headers`. */
@@ -92,8 +106,13 @@ export interface Outcome<R, V extends string = typeof PROTOCOL_VERSION> {
   result: CompleteResult<R, V>
   /** One entry per round of input, in order. */
   rounds: Round[]
-  /** HTTP requests made: `rounds.length + 1`; in a 2025 revision, the call's and one per answer sent. */
+  /**
+   * HTTP requests made: `rounds.length + 1`; in a 2025 revision, the call's and one per answer sent; for a call that
+   * became a task, every `tasks/get` and `tasks/update` besides.
+   */
   roundTrips: number
+  /** The id of the task the call became, when it did. */
+  taskId?: string
   /** Notifications of every round trip, in order. */
   notifications: Notification[]
 }
@@ -142,7 +161,14 @@ export interface TestClient<V extends string = typeof PROTOCOL_VERSION> {
   request (method: string, params?: JsonObject, options?: CallOptions): Promise<JsonObject>
 }
 
-const NAMED: Record<string, string> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' }
+const NAMED: Record<string, string> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+}
 
 // What a header carries unchanged: surrounding whitespace would be trimmed, a sentinel-shaped value decoded.
 const PLAIN_HEADER = /^(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?$/
@@ -157,11 +183,16 @@ class Client implements TestClient<string> {
   readonly #options: TestClientOptions
   readonly #maxRounds: number
   readonly #session: LegacySession | undefined
+  readonly #capabilities: ClientCapabilities
   #nextId = 1
 
   constructor (transport: Transport, options: TestClientOptions) {
     this.#transport = transport
     this.#options = options
+    const capabilities = options.capabilities ?? DEFAULTS.capabilities
+    this.#capabilities = options.tasks === true
+      ? { ...capabilities, extensions: { ...capabilities.extensions, [TASKS]: {} } }
+      : capabilities
     this.#maxRounds = options.maxRounds ?? 10
     const version = options.protocolVersion
     if (isLegacyVersion(version)) this.#session = new LegacySession(transport, options, version, DEFAULTS)
@@ -237,22 +268,84 @@ class Client implements TestClient<string> {
       if (result.resultType === 'complete') {
         return { result: result as Outcome<R>['result'], rounds, roundTrips: rounds.length + 1, notifications }
       }
+      if (result.resultType === 'task' && typeof result.taskId === 'string') {
+        return this.#follow<R>(result, answer, options, label, rounds, notifications)
+      }
       if (result.resultType !== 'input_required') {
-        throw new Error(`${method} answered a result with resultType ${JSON.stringify(result.resultType)}; a 2026-07-28 server sends "complete" or "input_required"`)
+        throw new Error(`${method} answered a result with resultType ${JSON.stringify(result.resultType)}; a 2026-07-28 server sends "complete", "input_required" or, to a client with the tasks extension, "task"`)
       }
-      if (rounds.length === this.#maxRounds) {
-        throw new Error(`${label} still needs input after ${this.#maxRounds} rounds (maxRounds)`)
-      }
-      const inputRequests = (result.inputRequests ?? {}) as Record<string, InputRequest>
-      this.#options.onRound?.(rounds.length + 1, inputRequests)
-      const inputResponses: Record<string, InputResponse> = {}
-      for (const [key, request] of Object.entries(inputRequests)) {
-        inputResponses[key] = await answer(viewOf(key, request))
-      }
-      rounds.push({ inputRequests, inputResponses })
+      const inputResponses = await this.#answer(result, answer, rounds, label)
       retry = {}
       if (Object.keys(inputResponses).length > 0) retry.inputResponses = inputResponses
       if (result.requestState !== undefined) retry.requestState = result.requestState
+    }
+  }
+
+  /** Answers the questions of an `input_required` result or task: one more round, within `maxRounds`. */
+  async #answer (
+    asking: JsonObject,
+    answer: AnswerFunction,
+    rounds: Round[],
+    label: string
+  ): Promise<Record<string, InputResponse>> {
+    if (rounds.length === this.#maxRounds) {
+      throw new Error(`${label} still needs input after ${this.#maxRounds} rounds (maxRounds)`)
+    }
+    const inputRequests = (asking.inputRequests ?? {}) as Record<string, InputRequest>
+    this.#options.onRound?.(rounds.length + 1, inputRequests)
+    const inputResponses: Record<string, InputResponse> = {}
+    for (const [key, request] of Object.entries(inputRequests)) {
+      inputResponses[key] = await answer(viewOf(key, request))
+    }
+    rounds.push({ inputRequests, inputResponses })
+    return inputResponses
+  }
+
+  /** Follows the task a call became to its end: polled at its `pollIntervalMs`, its questions answered. */
+  async #follow<R> (
+    created: JsonObject,
+    answer: AnswerFunction,
+    options: CallOptions,
+    label: string,
+    rounds: Round[],
+    notifications: Notification[]
+  ): Promise<Outcome<R>> {
+    const o = this.#options
+    const taskId = created.taskId as string
+    const timeout = o.taskTimeout ?? 60_000
+    const deadline = Date.now() + timeout
+    let roundTrips = rounds.length + 1
+    let task = created
+    for (;;) {
+      const interval = o.taskPollInterval ?? (typeof task.pollIntervalMs === 'number' ? task.pollIntervalMs : 0)
+      if (Date.now() + interval > deadline) {
+        throw new Error(`${label}: task ${taskId} is still ${String(task.status)} after ${timeout} ms (taskTimeout)`)
+      }
+      await sleep(interval)
+      task = resultOf(await this.#exchange('tasks/get', { taskId }, options, notifications), rounds)
+      roundTrips++
+      o.onTask?.(task)
+      switch (task.status) {
+        case 'completed':
+          return { result: task.result as Outcome<R>['result'], rounds, roundTrips, notifications, taskId }
+        case 'failed': {
+          const error = isObject(task.error) ? task.error : {}
+          const said = typeof error.message === 'string' ? error.message : 'the server gave no error'
+          return fail(`${label}: task ${taskId} failed: ${said}`, { code: error.code as number | undefined, data: error.data, status: 200, rounds })
+        }
+        case 'cancelled':
+          throw new Error(`${label}: task ${taskId} was cancelled`)
+        case 'input_required': {
+          const inputResponses = await this.#answer(task, answer, rounds, label)
+          resultOf(await this.#exchange('tasks/update', { taskId, inputResponses }, options, notifications), rounds)
+          roundTrips++
+          break
+        }
+        case 'working':
+          break
+        default:
+          throw new Error(`${label}: task ${taskId} has status ${JSON.stringify(task.status)}, which the tasks extension does not know`)
+      }
     }
   }
 
@@ -274,7 +367,7 @@ class Client implements TestClient<string> {
     if (typeof name === 'string') headers['mcp-name'] = headerValue(name)
     const meta = {
       'io.modelcontextprotocol/protocolVersion': version,
-      'io.modelcontextprotocol/clientCapabilities': o.capabilities ?? DEFAULTS.capabilities,
+      'io.modelcontextprotocol/clientCapabilities': this.#capabilities,
       'io.modelcontextprotocol/clientInfo': o.clientInfo ?? DEFAULTS.clientInfo,
       ...options.meta,
     }

@@ -2,7 +2,7 @@ import t from 'tap'
 import Fastify from 'fastify'
 import { spawn, spawnSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
-import { requestedSchema } from '../../lib/index.js'
+import { McpError, requestedSchema } from '../../lib/index.js'
 import { blockText, notificationText, processIo, toolLine } from '../../cli/main.js'
 import { build } from '../helpers.js'
 import { run } from './run.js'
@@ -64,6 +64,21 @@ async function server (t: Test): Promise<string> {
       ],
     }))
     app.mcp.tool({ name: 'sampler' }, async (_args, ctx) => (await ctx.sample({ messages: [], maxTokens: 5 })).model)
+    app.mcp.tool({
+      name: 'export',
+      inputSchema: { type: 'object', properties: { month: { type: 'string' } }, required: ['month'] } as const,
+      task: { support: 'optional', pollInterval: 30 },
+    }, async (args, ctx) => {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      ctx.progress(1, 2, 'querying')
+      const send = await ctx.elicit(`Send ${args.month} to finance?`, requestedSchema().boolean('send', { title: 'Send it' }))
+      await new Promise((resolve) => setTimeout(resolve, 150))
+      return send.action === 'accept' && send.content.send ? `sent ${args.month}` : 'kept'
+    })
+    app.mcp.tool({ name: 'doomed', task: { support: 'required', pollInterval: 0 } }, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      throw new McpError(-32603, 'the export broke')
+    })
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
@@ -129,6 +144,22 @@ t.test('as a 2025-era client: the same questions, asked on the call\'s stream, p
   t.equal(stderr.match(/progress/g)?.length, 1)
   const tools = await run(['tools', url, '--protocol-version', '2025-06-18'])
   t.match(tools.stdout, /^book\(to: string, class\?: "eco" \| "biz"\) {2}Books a flight\n/)
+})
+
+t.test('a tool that runs as a task: followed to its end, its status on stderr, its question asked the same way', async (t) => {
+  const url = await server(t)
+  const { code, stdout, stderr } = await run(['call', url, 'export', '--arg', 'month=March'], ['y'])
+  t.equal(code, 0)
+  t.equal(stdout, 'sent March\n')
+  t.match(stderr, /^task (working|input_required)/, 'the task shows from the first poll')
+  t.match(stderr, /task input_required\nround 1: 1 question\nSend March to finance\?\n[^]* {2}Send it \(y\/n\): y\n/)
+  t.match(stderr, /y\ntask working: querying\ntask completed\n$/, 'the pass after the answer, with its status message, then the end')
+  const lines = stderr.split('\n').filter((line) => line.startsWith('task '))
+  t.same(lines.filter((line, i) => line === lines[i - 1]), [], 'a status is said when it changes, not on every poll')
+  const failed = await run(['call', url, 'doomed', '--json'])
+  t.equal(failed.code, 1)
+  t.match(failed.stderr, /mocapi: error -32603: tools\/call "doomed": task [\w-]+ failed: the export broke\n$/)
+  t.match(JSON.parse(failed.stdout), { error: { code: -32603 } })
 })
 
 t.test('--json prints the final result as one JSON line, nothing else on stdout', async (t) => {

@@ -49,12 +49,25 @@ t.test('no requestState given, none sent back; roots/list may come without param
 t.test('an unknown resultType or input method fails the call', async (t) => {
   const odd = await scripted(t, [result({ resultType: 'task' })])
   await t.rejects(createTestClient(odd.target).callTool('x'),
-    { message: 'tools/call answered a result with resultType "task"; a 2026-07-28 server sends "complete" or "input_required"' })
+    { message: 'tools/call answered a result with resultType "task"; a 2026-07-28 server sends "complete", "input_required" or, to a client with the tasks extension, "task"' })
   const missing = await scripted(t, [result({ content: [] })])
   await t.rejects(createTestClient(missing.target).callTool('x'), { message: /resultType undefined/ })
   const method = await scripted(t, [result({ resultType: 'input_required', inputRequests: { p: { method: 'ping', params: {} } } })])
   await t.rejects(createTestClient(method.target).callTool('x', {}, () => accept()),
     { message: 'input request "p" has the method "ping", which is not one of elicitation/create, sampling/createMessage, roots/list' })
+})
+
+t.test('a task a server shows oddly fails the call with what it showed', async (t) => {
+  const created = result({ resultType: 'task', taskId: 't1', status: 'working', pollIntervalMs: 0 })
+  const paused = await scripted(t, [created, result({ resultType: 'complete', taskId: 't1', status: 'paused' })])
+  await t.rejects(createTestClient(paused.target, { tasks: true }).callTool('x'),
+    { message: 'tools/call "x": task t1 has status "paused", which the tasks extension does not know' })
+  t.equal(paused.bodies[1].method, 'tasks/get')
+  t.same(paused.bodies[1].params.taskId, 't1')
+  t.same(paused.bodies[0].params._meta['io.modelcontextprotocol/clientCapabilities'].extensions, { 'io.modelcontextprotocol/tasks': {} },
+    'tasks: true declares the extension')
+  const bare = await scripted(t, [created, result({ resultType: 'complete', taskId: 't1', status: 'failed' })])
+  await t.rejects(createTestClient(bare.target).callTool('x'), { code: undefined, message: 'tools/call "x": task t1 failed: the server gave no error' })
 })
 
 t.test('replies that are not JSON-RPC reject with the HTTP status', async (t) => {
