@@ -15,9 +15,9 @@ async function node (t: Test, store: TaskStore = new MemoryTaskStore(), bus = ne
       task: { support: 'optional', pollInterval: 40 },
     }, async (args, ctx) => {
       await new Promise((resolve) => setTimeout(resolve, 20))
-      ctx.progress(1, 2, 'querying')
       const send = await ctx.elicit(`Send ${args.month} to finance?`, requestedSchema().boolean('send'))
-      await new Promise((resolve) => setTimeout(resolve, 20))
+      ctx.progress(1, 2, 'sending')
+      await new Promise((resolve) => setTimeout(resolve, 150))
       return send.action === 'accept' && send.content.send ? `sent ${args.month}` : 'kept'
     })
     app.mcp.tool({ name: 'many', task: { support: 'optional', pollInterval: 0 } }, async (_args, ctx) => {
@@ -50,7 +50,7 @@ t.test('a call that becomes a task is followed to its end: polled at its pollInt
   t.match(outcome.rounds[0], { inputRequests: { 'elicit-1': { params: { message: 'Send March to finance?' } } }, inputResponses: { 'elicit-1': { action: 'accept' } } })
   t.equal(outcome.roundTrips, 1 + seen.length + 1, 'the call, each tasks/get and the tasks/update')
   t.ok(seen.some((task) => task.status === 'input_required'))
-  t.ok(seen.some((task) => task.statusMessage === 'querying'), 'progress shows as the status message')
+  t.ok(seen.some((task) => task.statusMessage === 'sending'), 'progress shows as the status message')
   t.equal(seen.at(-1)?.status, 'completed')
   const gaps = seen.slice(1).map((task, i) => task.at - seen[i].at)
   t.ok(gaps.every((gap) => gap >= 35), `tasks/get every pollIntervalMs (40 ms) or more: ${gaps.join(', ')}`)
