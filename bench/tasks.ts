@@ -178,12 +178,17 @@ async function cannon (server: Server, method: string, name: string, params: Rec
   return { rate: result.requests.average, server: Math.round((await serverCpu(server) - cpu0) / ms / 10) }
 }
 
+/** Task flows run, and the tasks/get they took, per store. */
+const polled = { memory: { flows: 0, polls: 0 }, redis: { flows: 0, polls: 0 } }
+
 /** A task's whole life: created, then polled until completed, as a client with the extension does it. */
-async function taskFlow (port: number, client: string): Promise<void> {
+async function taskFlow (port: number, client: string, count: { flows: number, polls: number }): Promise<void> {
   const created = await call(port, client, true)
   if (created.resultType !== 'task') throw new Error(`not a task: ${JSON.stringify(created)}`)
+  count.flows++
   for (let polls = 0; ; polls++) {
     const task = await get(port, client, created.taskId)
+    count.polls++
     if (task.status === 'completed') {
       if (task.result.content[0].text !== '5') throw new Error(`a wrong result: ${JSON.stringify(task)}`)
       return
@@ -365,10 +370,11 @@ async function main (): Promise<void> {
     const [memCall, memGet, bareGet, bareCall] = await alternate([plainOf(memory), getOf(memory, kept.taskId), getOf(bare, kept.taskId), plainOf(bare)])
     const redisCannon = redisNode === undefined ? undefined : await alternate([plainOf(redisNode), getOf(redisNode, redisKept as string)])
 
-    const flowOf = (server: Server, prefix: string) => () => loops(server, (loop, n) => taskFlow(server.port, `${prefix}-${loop}-${n}`))
+    const flowOf = (server: Server, prefix: 'memory' | 'redis') => () =>
+      loops(server, (loop, n) => taskFlow(server.port, `${prefix}-${loop}-${n}`, polled[prefix]))
     const callLoopOf = (server: Server) => () => loops(server, (loop) => plainCall(server.port, `caller-${loop}`))
-    const [memCalls, memFlows] = await alternate([callLoopOf(memory), flowOf(memory, 'm')])
-    const redisLoops = redisNode === undefined ? undefined : await alternate([callLoopOf(redisNode), flowOf(redisNode, 'r')])
+    const [memCalls, memFlows] = await alternate([callLoopOf(memory), flowOf(memory, 'memory')])
+    const redisLoops = redisNode === undefined ? undefined : await alternate([callLoopOf(redisNode), flowOf(redisNode, 'redis')])
 
     const inproc = await inProcess()
     const get1 = redisServer === undefined ? undefined : await redisGet(redisServer.url)
@@ -392,6 +398,8 @@ async function main (): Promise<void> {
       console.log(row('plain tools/call, Redis store server', redisLoops[0], redisLoops[0], 'op/s '))
       console.log(row('task: create, poll until completed, Redis', redisLoops[1], redisLoops[0], 'op/s ') + '   of tools/call')
     }
+    const perFlow = (count: { flows: number, polls: number }): string => (count.polls / count.flows).toFixed(2)
+    console.log(`tasks/get per task flow: ${perFlow(polled.memory)} with the memory store${redisLoops === undefined ? '' : `, ${perFlow(polled.redis)} with Redis`}`)
     console.log(`\nstore reads per tasks/get: ${inproc.readsPerGet.toFixed(2)}`)
     console.log(Number.isNaN(inproc.bytesPerTask)
       ? 'memory per stored task: run with node --expose-gc to measure it'

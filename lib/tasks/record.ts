@@ -78,9 +78,12 @@ export class TaskSealer {
     return createHmac('sha256', this.#ownerKey).update(who).digest('base64url').slice(0, 22)
   }
 
-  /** The sealed form of a task's state. */
+  /** The sealed form of a task's state, kept opened: the next read of the task is likely its next poll. */
   seal (state: TaskState): string {
-    return this.#sealer.seal(JSON.stringify(state))
+    const json = JSON.stringify(state)
+    const sealed = this.#sealer.seal(json)
+    this.#keep(sealed, json)
+    return sealed
   }
 
   /** The state of a stored task; throws when it was not sealed by this ring as a task. */
@@ -92,7 +95,11 @@ export class TaskSealer {
       this.#opened.set(sealed, kept)
       return kept
     }
-    const state = frozen(JSON.parse(this.#sealer.open(sealed)) as TaskState)
+    return this.#keep(sealed, this.#sealer.open(sealed))
+  }
+
+  #keep (sealed: string, json: string): TaskState {
+    const state = frozen(JSON.parse(json) as TaskState)
     if (sealed.length <= OPENED_LENGTH) {
       if (this.#opened.size >= OPENED) this.#opened.delete(this.#opened.keys().next().value as string)
       this.#opened.set(sealed, state)
