@@ -4,7 +4,11 @@ import { LEGACY_PROTOCOL_VERSIONS } from '../lib/testing/session.js'
 export const USAGE = `Usage:
   mocapi call <url> <tool> [--arg key=value ...] [--arg key:=json ...] [--args-json '{...}']
                            [--token T] [--protocol-version V] [--json] [--yes]
+  mocapi read <url> <resource uri> [--token T] [--protocol-version V] [--json] [--yes]
+  mocapi prompt <url> <prompt> [--arg key=value ...] [--token T] [--protocol-version V] [--json] [--yes]
   mocapi tools <url> [--token T] [--protocol-version V] [--json]
+  mocapi resources <url> [--token T] [--protocol-version V] [--json]    (resources, then templates)
+  mocapi prompts <url> [--token T] [--protocol-version V] [--json]
 
 Calls a tool of an MCP 2026-07-28 server at <url> (its endpoint, such as http://127.0.0.1:3000/mcp),
 asking each elicitation's questions on the terminal, round after round, and prints the result. A tool
@@ -21,13 +25,21 @@ asked the same way.
   --yes               take defaults and skip optional fields without asking; accept links
   -h, --help          show this help
 
+read and prompt ask their questions the same way; a prompt's arguments are strings (--arg key=value).
+
 In a form, an empty answer takes the [default] or skips an optional field; !decline and !cancel
 answer the whole form. Exit status: 0 done, 1 the tool or the server failed, 2 bad usage.`
 
+interface Target { url: URL, token: string | undefined, version: string, json: boolean }
+
 export type Command =
   | { command: 'help' }
-  | { command: 'tools', url: URL, token: string | undefined, version: string, json: boolean }
-  | { command: 'call', url: URL, token: string | undefined, version: string, json: boolean, yes: boolean, tool: string, args: Record<string, unknown> }
+  | Target & { command: 'tools' }
+  | Target & { command: 'resources' }
+  | Target & { command: 'prompts' }
+  | Target & { command: 'call', yes: boolean, tool: string, args: Record<string, unknown> }
+  | Target & { command: 'read', yes: boolean, uri: string }
+  | Target & { command: 'prompt', yes: boolean, prompt: string, args: Record<string, string> }
 
 const VERSIONS: readonly string[] = ['2026-07-28', ...LEGACY_PROTOCOL_VERSIONS]
 
@@ -96,10 +108,28 @@ export function parseCommand (argv: string[], env: Record<string, string | undef
   const token = values.token ?? env.MOCAPI_TOKEN
   const version = values['protocol-version']
   if (!VERSIONS.includes(version)) throw new UsageError(`--protocol-version must be one of ${VERSIONS.join(', ')}, got ${version}`)
-  if (command === 'tools') {
+  if (command === 'tools' || command === 'resources' || command === 'prompts') {
     const target = endpoint(url)
     if (rest.length > 0) throw new UsageError(`unexpected ${rest.join(' ')}`)
     return { command, url: target, token, version, json: values.json }
+  }
+  if (command === 'read') {
+    const target = endpoint(url)
+    const [uri, ...extra] = rest
+    if (uri === undefined) throw new UsageError('missing <resource uri>')
+    if (extra.length > 0) throw new UsageError(`unexpected ${extra.join(' ')}`)
+    return { command, url: target, token, version, json: values.json, yes: values.yes, uri }
+  }
+  if (command === 'prompt') {
+    const target = endpoint(url)
+    const [prompt, ...extra] = rest
+    if (prompt === undefined) throw new UsageError('missing <prompt>')
+    if (extra.length > 0) throw new UsageError(`unexpected ${extra.join(' ')} (arguments go in --arg key=value)`)
+    const args = toolArgs(values['args-json'], values.arg)
+    for (const [key, value] of Object.entries(args)) {
+      if (typeof value !== 'string') throw new UsageError(`a prompt's arguments are strings: --arg ${key}=<text>, got ${JSON.stringify(value)}`)
+    }
+    return { command, url: target, token, version, json: values.json, yes: values.yes, prompt, args: args as Record<string, string> }
   }
   if (command === 'call') {
     const target = endpoint(url)

@@ -5,7 +5,7 @@
  * `--protocol-version 2025-11-25` (or another 2025 revision), as a client of that era.
  */
 import type { Readable, Writable } from 'node:stream'
-import { McpClientError, createTestClient, type ListedTool, type Notification } from '../lib/testing/client.js'
+import { McpClientError, createTestClient, type ListedTool, type Notification, type TestClient } from '../lib/testing/client.js'
 import type { AnswerFunction } from '../lib/testing/answers.js'
 import type { ContentBlock, JsonObject } from '../lib/protocol/wire.js'
 import { USAGE, parseCommand, type Command } from './args.js'
@@ -64,6 +64,18 @@ export function toolLine (tool: ListedTool): string {
   return `${shown(tool.name)}(${args.join(', ')})${tool.description === undefined ? '' : `  ${shown(tool.description)}`}`
 }
 
+/** For an error result that refused an argument given as a string: how to send it typed. */
+export function typeHint (content: readonly ContentBlock[], args: Record<string, unknown>): string | undefined {
+  for (const block of content) {
+    if (block.type !== 'text') continue
+    const refused = /arguments\.([A-Za-z0-9_$-]+) must be (number|integer|boolean|array|object|null)\b/.exec(block.text)
+    if (refused === null || typeof args[refused[1]] !== 'string') continue
+    const [, name, type] = refused
+    return `hint: ${shown(name)} was sent as a string; --arg ${shown(name)}:=${shown(args[name])} sends it as JSON (the tool wants ${type === 'integer' || type === 'array' || type === 'object' ? 'an' : 'a'} ${type})`
+  }
+  return undefined
+}
+
 /** A task as one line of stderr: its status, and its status message when it has one. */
 export function taskLine (task: JsonObject): string {
   const message = task.statusMessage === undefined ? '' : `: ${shown(task.statusMessage)}`
@@ -76,7 +88,8 @@ const TASK_TIMEOUT = 24 * 3_600_000
 /** What to do about a 401: send a token, or a better one. */
 function credentialsHint (token: string | undefined): string {
   return token === undefined
-    ? ' — the server wants credentials: pass --token <bearer token> (or set MOCAPI_TOKEN)'
+    ? ' — the server wants credentials: pass --token <bearer token> (or set MOCAPI_TOKEN); for a development token ' +
+      'signed with your app\'s JWT secret, see docs/deploy.md#a-token-for-development'
     : ' — the server refused the bearer token (from --token, or MOCAPI_TOKEN)'
 }
 
@@ -122,7 +135,32 @@ async function run (command: Exclude<Command, { command: 'help' }>, io: Io, term
     io.stdout.write(command.json ? `${printableJson(tools)}\n` : tools.map((tool) => `${toolLine(tool)}\n`).join(''))
     return 0
   }
-  const { result } = await client.callTool(command.tool, command.args, terminalAnswers(terminal, command.yes), { meta: { progressToken: 'mocapi-cli' } })
+  if (command.command === 'resources' || command.command === 'prompts') {
+    const lists = command.command === 'prompts'
+      ? { prompts: await listAll(client, 'prompts/list', 'prompts') }
+      : { resources: await listAll(client, 'resources/list', 'resources'), resourceTemplates: await listAll(client, 'resources/templates/list', 'resourceTemplates') }
+    if (command.json) {
+      io.stdout.write(`${printableJson(lists)}\n`)
+    } else {
+      const lines = Object.values(lists).flat().map(listedLine)
+      io.stdout.write(lines.map((line) => `${line}\n`).join(''))
+    }
+    return 0
+  }
+  const answers = terminalAnswers(terminal, command.yes)
+  if (command.command === 'read') {
+    const { result } = await client.readResource(command.uri, answers)
+    io.stdout.write(command.json ? `${printableJson(result)}\n` : result.contents.map((contents) => `${contentsText(contents)}\n`).join(''))
+    return cutShort(terminal, 0)
+  }
+  if (command.command === 'prompt') {
+    const { result } = await client.getPrompt(command.prompt, command.args, answers)
+    io.stdout.write(command.json
+      ? `${printableJson(result)}\n`
+      : result.messages.map((message) => `${shown(message.role)}: ${blockText(message.content)}\n`).join(''))
+    return cutShort(terminal, 0)
+  }
+  const { result } = await client.callTool(command.tool, command.args, answers, { meta: { progressToken: 'mocapi-cli' } })
   if (command.json) {
     io.stdout.write(`${printableJson(result)}\n`)
   } else {
@@ -131,7 +169,49 @@ async function run (command: Exclude<Command, { command: 'help' }>, io: Io, term
       result.structuredContent !== undefined) lines.push(printableJson(result.structuredContent, 2))
     io.stdout.write(lines.map((line) => `${line}\n`).join(''))
   }
-  return result.isError === true ? 1 : 0
+  const hint = result.isError === true ? typeHint(result.content, command.args) : undefined
+  if (hint !== undefined) terminal.say(hint)
+  return cutShort(terminal, result.isError === true ? 1 : 0)
+}
+
+/** `status`, or 1 when a question met the end of the input (or Ctrl-C), which the CLI then says. */
+function cutShort (terminal: Terminal, status: number): number {
+  if (!terminal.ended) return status
+  terminal.say('mocapi: a question was cut short (end of input or Ctrl-C) and answered cancel')
+  return 1
+}
+
+/** The most pages of one list the CLI follows: a server that hands out cursors forever is cut off. */
+const MAX_PAGES = 1_000
+
+/** Every item of a paginated list. */
+async function listAll (client: TestClient<string>, method: string, field: string): Promise<JsonObject[]> {
+  const items: JsonObject[] = []
+  let cursor: unknown
+  let pages = 0
+  do {
+    if (++pages > MAX_PAGES) throw new Error(`${method} still had more after ${MAX_PAGES} pages`)
+    const result = await client.request(method, cursor === undefined ? {} : { cursor })
+    if (Array.isArray(result[field])) items.push(...result[field] as JsonObject[])
+    cursor = result.nextCursor
+  } while (typeof cursor === 'string')
+  return items
+}
+
+/** A resource, template or prompt as one line: its URI or template or name, then its name and description. */
+export function listedLine (item: JsonObject): string {
+  const id = item.uri ?? item.uriTemplate ?? item.name
+  const name = item.uri !== undefined || item.uriTemplate !== undefined ? `  ${shown(item.name)}` : ''
+  const args = Array.isArray(item.arguments)
+    ? `(${(item.arguments as JsonObject[]).map((arg) => `${shown(arg.name)}${arg.required === true ? '' : '?'}`).join(', ')})`
+    : ''
+  return `${shown(id)}${args}${name}${item.description === undefined ? '' : `  ${shown(item.description)}`}`
+}
+
+/** A resource's contents: its text, or one line saying what the blob is. */
+export function contentsText (contents: { uri: string, mimeType?: string, text?: string, blob?: string }): string {
+  if (typeof contents.text === 'string') return printableText(contents.text)
+  return `[blob ${shown(contents.mimeType ?? 'application/octet-stream')}: ${shown(contents.uri)}]`
 }
 
 /** Runs the CLI; resolves with the exit status (0 done, 1 failed, 2 bad usage). */

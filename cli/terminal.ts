@@ -13,6 +13,7 @@ export class Terminal implements Asker {
   #readline: Interface | undefined
   #lines: AsyncIterator<string> | undefined
   #closed = false
+  #ended = false
 
   constructor (input: Readable, output: Writable) {
     this.#input = input
@@ -40,9 +41,15 @@ export class Terminal implements Asker {
     }
     const next = await (this.#lines as AsyncIterator<string>).next()
     const line = next.done === true ? undefined : next.value
+    if (line === undefined) this.#ended = true
     // A terminal echoes what was typed; a pipe does not, so the transcript shows it here.
     if (!this.#readline.terminal) this.#output.write(`${line ?? ''}\n`)
     return line
+  }
+
+  /** Whether a question met the end of the input (or Ctrl-C), and was answered cancel for it. */
+  get ended (): boolean {
+    return this.#ended
   }
 
   /** Lets the input go, so the process can exit. */

@@ -53,13 +53,16 @@ app.mcp.tool({
   inputSchema: { type: 'object', properties: { to: { type: 'string', minLength: 1 } }, required: ['to'], additionalProperties: false },
 }, async (args: { to: string }, ctx) => {
   // Everything above the last elicit() re-runs on each round: keep it free of side effects.
+  // Each field has a title and a default, so a host's form can be sent as it first shows.
   const trip = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema()
-    .boolean('confirm', { title: 'Confirm the booking' })
-    .choose('cabin', [{ value: 'economy', title: 'Economy' }, { value: 'business', title: 'Business' }], { default: 'economy' }))
+    .boolean('confirm', { title: 'Confirm the booking', default: false })
+    .choose('cabin', [{ value: 'economy', title: 'Economy' }, { value: 'business', title: 'Business' }], { title: 'Cabin', default: 'economy' }))
   if (trip.action !== 'accept' || !trip.content.confirm) return 'Nothing booked'
   const seat = await ctx.elicit('Any seat preference?', requestedSchema()
     .choose('seat', ['window', 'aisle', 'middle'], { title: 'Seat' })
     .string('note', { title: 'Note for the crew', maxLength: 200, optional: true }))
+  // Declining the seat question books without a preference; cancelling it (dismissing the whole thing) books nothing.
+  if (seat.action === 'cancel') return 'Nothing booked (cancelled)'
   const where = seat.action === 'accept' ? `, ${seat.content.seat} seat` : ''
   // The side effect belongs here, after the last elicit().
   return `Booked ${trip.content.cabin} to ${args.to}${where}`

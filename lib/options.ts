@@ -8,6 +8,7 @@ import type { TokenVersion } from './mrtr/seal.js'
 import type { TaskStore } from './tasks/store.js'
 import type { NotificationBus } from './bus/bus.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './mrtr/codec.js'
+import { MAKE_KEY } from './mrtr/keys.js'
 import { LEGACY_VERSIONS, PROTOCOL_VERSION } from './protocol/wire.js'
 import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'
 import { MOCAPI_VERSION } from './version.js'
@@ -263,7 +264,8 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
   const rs = plainObject(o.requestState ?? {}, 'requestState')
   knownFields(rs, KNOWN_REQUEST_STATE, 'requestState.')
   if (rs.keys !== undefined && (!Array.isArray(rs.keys) || rs.keys.length === 0)) {
-    throw new InvalidOptionError(`requestState.keys must be a non-empty array of keys, got ${Array.isArray(rs.keys) ? 'an empty array' : describe(rs.keys)}`)
+    throw new InvalidOptionError(`requestState.keys must be a non-empty array of keys, got ${Array.isArray(rs.keys) ? 'an empty array' : describe(rs.keys)}: ` +
+      `${MAKE_KEY}, or leave requestState.keys out for an ephemeral key (one process, lost on restart; mocapi warns)`)
   }
   if (rs.tokenVersion !== undefined && rs.tokenVersion !== 1 && rs.tokenVersion !== 2) {
     throw new InvalidOptionError(`requestState.tokenVersion must be 1 or 2, got ${describe(rs.tokenVersion)}`)

@@ -9,6 +9,10 @@ const HEX = /^[0-9a-fA-F]{64}$/
 // 32 random bytes hold about 30 distinct values; fewer than 16 (chance far below 1e-15) is a repeated pattern.
 const MIN_DISTINCT_BYTES = 16
 
+/** How to make a key, for the errors about keys. */
+export const MAKE_KEY = 'make one with `node -e "console.log(require(\'crypto\').randomBytes(32).toString(\'base64\'))"` ' +
+  '(or `openssl rand -base64 32`)'
+
 /** For a single process when no keys are configured. */
 export function ephemeralKey (): Buffer {
   return randomBytes(KEY_BYTES)
@@ -39,8 +43,7 @@ function decodeKey (key: unknown, i: number): Buffer {
   // Node's base64 decoder reads both alphabets.
   const bytes = Buffer.from(text, 'base64')
   if (bytes.length !== KEY_BYTES) {
-    throw new InvalidKeyError(`${where} must decode to ${KEY_BYTES} bytes, got ${bytes.length}: make one with ` +
-      '`node -e "console.log(require(\'crypto\').randomBytes(32).toString(\'base64\'))"` (or `openssl rand -hex 32`)')
+    throw new InvalidKeyError(`${where} must decode to ${KEY_BYTES} bytes, got ${bytes.length}: ${MAKE_KEY}`)
   }
   return bytes
 }
@@ -50,7 +53,7 @@ export function parseKeys (keys: readonly unknown[]): Buffer[] {
   return keys.map((key, i) => {
     const bytes = decodeKey(key, i)
     const weak = weakness(bytes)
-    if (weak !== undefined) throw new InvalidKeyError(`requestState.keys[${i}] ${weak}: use 32 random bytes`)
+    if (weak !== undefined) throw new InvalidKeyError(`requestState.keys[${i}] ${weak}: use 32 random bytes; ${MAKE_KEY}`)
     return bytes
   })
 }

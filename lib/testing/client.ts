@@ -13,6 +13,8 @@ export type { LegacyProtocolVersion } from './session.js'
 
 const PROTOCOL_VERSION = '2026-07-28'
 const TASKS = 'io.modelcontextprotocol/tasks'
+/** The most pages of `tools/list` that `listTools` follows. */
+const MAX_PAGES = 1_000
 
 const DEFAULTS: ClientDefaults = {
   capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} },
@@ -223,7 +225,10 @@ class Client implements TestClient<string> {
   async listTools (options?: CallOptions): Promise<ListedTool[]> {
     const tools: ListedTool[] = []
     let cursor: unknown
+    let pages = 0
     do {
+      // A server that hands out cursors forever is cut off.
+      if (++pages > MAX_PAGES) throw new Error(`tools/list still had more after ${MAX_PAGES} pages`)
       const result = await this.request('tools/list', cursor === undefined ? {} : { cursor }, options)
       tools.push(...result.tools as ListedTool[])
       cursor = result.nextCursor

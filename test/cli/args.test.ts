@@ -19,6 +19,15 @@ t.test('call: arguments as strings, JSON, or one JSON object underneath', async 
   t.match(parseCommand(['call', URL_TEXT, 'book'], {}), { args: {}, json: false, yes: false })
 })
 
+t.test('read, prompt, resources and prompts', async (t) => {
+  t.same(parseCommand(['read', URL_TEXT, 'notes://today', '--yes'], {}),
+    { command: 'read', url: new URL(URL_TEXT), token: undefined, version: '2026-07-28', json: false, yes: true, uri: 'notes://today' })
+  t.match(parseCommand(['prompt', URL_TEXT, 'greet', '--arg', 'who=Ada', '--args-json', '{"tone":"warm"}'], {}),
+    { command: 'prompt', prompt: 'greet', args: { who: 'Ada', tone: 'warm' } })
+  t.match(parseCommand(['resources', URL_TEXT, '--json'], {}), { command: 'resources', json: true })
+  t.match(parseCommand(['prompts', URL_TEXT], {}), { command: 'prompts' })
+})
+
 t.test('the token comes from --token, else MOCAPI_TOKEN', async (t) => {
   t.match(parseCommand(['call', URL_TEXT, 'x', '--token', 'abc'], { MOCAPI_TOKEN: 'env' }), { token: 'abc' })
   t.match(parseCommand(['call', URL_TEXT, 'x'], { MOCAPI_TOKEN: 'env' }), { token: 'env' })
@@ -50,6 +59,12 @@ t.test('usage errors say what is wrong', async (t) => {
     [['call', URL_TEXT, 'book', 'to=Lisbon'], 'unexpected to=Lisbon (arguments go in --arg key=value)'],
     [['tools', URL_TEXT, 'extra'], 'unexpected extra'],
     [['tools'], 'missing <url>'],
+    [['read', URL_TEXT], 'missing <resource uri>'],
+    [['read', URL_TEXT, 'notes://a', 'notes://b'], 'unexpected notes://b'],
+    [['prompt', URL_TEXT], 'missing <prompt>'],
+    [['prompt', URL_TEXT, 'greet', 'who=Ada'], 'unexpected who=Ada (arguments go in --arg key=value)'],
+    [['prompt', URL_TEXT, 'greet', '--args-json', '{"n":2}'], 'a prompt\'s arguments are strings: --arg n=<text>, got 2'],
+    [['resources', URL_TEXT, 'extra'], 'unexpected extra'],
     [['call', URL_TEXT, 'book', '--arg', 'to'], '--arg takes key=value or key:=json, got to'],
     [['call', URL_TEXT, 'book', '--arg', '=x'], '--arg takes key=value or key:=json, got =x'],
     [['call', URL_TEXT, 'book', '--arg', ':=1'], '--arg takes key=value or key:=json, got :=1'],

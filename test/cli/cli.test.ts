@@ -75,6 +75,21 @@ async function server (t: Test): Promise<string> {
       await new Promise((resolve) => setTimeout(resolve, 150))
       return send.action === 'accept' && send.content.send ? `sent ${args.month}` : 'kept'
     })
+    app.mcp.resource({ uri: 'notes://today', name: 'today', description: 'Today\'s notes' }, async (_uri, ctx) => {
+      const answer = await ctx.elicit('Unlock the notes?', requestedSchema().boolean('unlock', { title: 'Unlock' }))
+      return answer.action === 'accept' && answer.content.unlock ? 'Buy milk' : 'locked'
+    })
+    app.mcp.resource({ uri: 'files://logo', name: 'logo', mimeType: 'image/png' }, () => Buffer.from([1, 2, 3]))
+    app.mcp.resourceTemplate({ uriTemplate: 'users://{id}', name: 'user', description: 'A user' }, (uri, vars) => `user ${vars.id}`)
+    app.mcp.prompt({ name: 'greet', description: 'Greets someone', arguments: [{ name: 'who', required: true }, { name: 'tone' }] },
+      async (args, ctx) => {
+        const answer = await ctx.elicit(`Greet ${args.who} formally?`, requestedSchema().boolean('formal', { title: 'Formal' }))
+        return answer.action === 'accept' && answer.content.formal ? `Good day, ${args.who}.` : `Hi ${args.who}!`
+      })
+    app.mcp.tool({
+      name: 'count',
+      inputSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } as const,
+    }, (args) => `counted ${args.n}`)
     app.mcp.tool({ name: 'doomed', task: { support: 'required', pollInterval: 0 } }, async () => {
       await new Promise((resolve) => setTimeout(resolve, 5))
       throw new McpError(-32603, 'the export broke')
@@ -176,7 +191,70 @@ t.test('declining, cancelling, and stdin running out', async (t) => {
   const url = await server(t)
   t.equal((await run(['call', url, 'book', '--arg', 'to=Rome'], ['!decline'])).stdout, 'Nothing booked (decline)\n')
   t.equal((await run(['call', url, 'book', '--arg', 'to=Rome'], ['!cancel'])).stdout, 'Nothing booked (cancel)\n')
-  t.equal((await run(['call', url, 'book', '--arg', 'to=Rome'], ['y', '2'])).stdout, 'Booked business to Rome: cancel\n')
+  const ended = await run(['call', url, 'book', '--arg', 'to=Rome'], ['y', '2'])
+  t.equal(ended.stdout, 'Booked business to Rome: cancel\n', 'the question the input ended in was answered cancel')
+  t.equal(ended.code, 1, 'and the CLI says so, exiting 1')
+  t.match(ended.stderr, /mocapi: a question was cut short \(end of input or Ctrl-C\) and answered cancel\n$/)
+})
+
+t.test('read a resource and get a prompt, their questions asked the same way; list resources, templates and prompts', async (t) => {
+  const url = await server(t)
+  const read = await run(['read', url, 'notes://today'], ['y'])
+  t.equal(read.code, 0)
+  t.equal(read.stdout, 'Buy milk\n')
+  t.match(read.stderr, /^round 1: 1 question\nUnlock the notes\?\n/)
+  t.equal((await run(['read', url, 'users://42'])).stdout, 'user 42\n', 'through a template')
+  t.equal((await run(['read', url, 'files://logo'])).stdout, '[blob image/png: files://logo]\n')
+  t.match(JSON.parse((await run(['read', url, 'users://7', '--json'])).stdout), { resultType: 'complete', contents: [{ uri: 'users://7', text: 'user 7' }] })
+  const missing = await run(['read', url, 'notes://nowhere'])
+  t.equal(missing.code, 1)
+  t.match(missing.stderr, /^mocapi: error -32602: /)
+
+  const prompt = await run(['prompt', url, 'greet', '--arg', 'who=Ada'], ['n'])
+  t.equal(prompt.code, 0)
+  t.equal(prompt.stdout, 'user: Hi Ada!\n')
+  t.match(JSON.parse((await run(['prompt', url, 'greet', '--arg', 'who=Ada', '--json'], ['y'])).stdout), { messages: [{ role: 'user', content: { text: 'Good day, Ada.' } }] })
+  const typed = await run(['prompt', url, 'greet', '--arg', 'who:=1'])
+  t.equal(typed.code, 2)
+  t.match(typed.stderr, /a prompt's arguments are strings: --arg who=<text>, got 1/)
+
+  const resources = await run(['resources', url])
+  t.equal(resources.stdout, 'notes://today  today  Today\'s notes\nfiles://logo  logo\nusers://{id}  user  A user\n')
+  t.match(JSON.parse((await run(['resources', url, '--json'])).stdout), { resources: [{ uri: 'notes://today' }, { uri: 'files://logo' }], resourceTemplates: [{ uriTemplate: 'users://{id}' }] })
+  t.equal((await run(['prompts', url])).stdout, 'greet(who, tone?)  Greets someone\n')
+  const cut = await run(['read', url, 'notes://today'])
+  t.equal(cut.code, 1, 'a question the input ended in')
+  t.match(cut.stderr, /a question was cut short/)
+})
+
+t.test('a list that never ends is cut off after 1000 pages', async (t) => {
+  const app = Fastify()
+  let served = 0
+  app.post('/mcp', async (request) => {
+    served++
+    const body = request.body as { id: number }
+    return { jsonrpc: '2.0', id: body.id, result: { resultType: 'complete', prompts: [{ name: `p${served}` }], nextCursor: 'again' } }
+  })
+  t.teardown(() => app.close())
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const endless = await run(['prompts', `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`])
+  t.equal(endless.code, 1)
+  t.equal(endless.stderr, 'mocapi: prompts/list still had more after 1000 pages\n')
+  t.equal(served, 1_000)
+})
+
+t.test('a typed argument given as a string: the error result, and a hint of key:=json', async (t) => {
+  const url = await server(t)
+  const refused = await run(['call', url, 'count', '--arg', 'n=10'])
+  t.equal(refused.code, 1)
+  t.match(refused.stdout, /Invalid arguments: arguments\.n must be integer/)
+  t.match(refused.stderr, /^hint: n was sent as a string; --arg n:=10 sends it as JSON \(the tool wants an integer\)\n$/)
+  const typed = await run(['call', url, 'count', '--arg', 'n:=10'])
+  t.equal(typed.stdout, 'counted 10\n')
+  const json = await run(['call', url, 'count', '--args-json', '{"n":"x"}'])
+  t.match(json.stderr, /hint: n was sent as a string/)
+  const other = await run(['call', url, 'count', '--arg', 'n:=1.5'])
+  t.equal(other.stderr, '', 'no hint for a value that was not a string')
 })
 
 t.test('two questions in one round', async (t) => {
@@ -239,7 +317,8 @@ t.test('a 401 without a token suggests --token', async (t) => {
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
-  const hint = 'mocapi: HTTP 401: Missing token — the server wants credentials: pass --token <bearer token> (or set MOCAPI_TOKEN)\n'
+  const hint = 'mocapi: HTTP 401: Missing token — the server wants credentials: pass --token <bearer token> (or set MOCAPI_TOKEN); ' +
+    'for a development token signed with your app\'s JWT secret, see docs/deploy.md#a-token-for-development\n'
   t.same(await run(['call', url, 'who']), { code: 1, stdout: '', stderr: hint })
   t.same(await run(['tools', url]), { code: 1, stdout: '', stderr: hint })
   const json = await run(['call', url, 'who', '--json'])
@@ -355,6 +434,7 @@ t.test('on a pseudo-terminal: typed answers, a re-ask, and Ctrl-C to cancel', { 
     ['! choose a number from 1 to 2', '2\r'],
     ['Seat (1-2): ', '\x03'],
   ])
-  t.equal(code, 0)
+  t.equal(code, 1, 'the question Ctrl-C cut short was answered cancel, and the CLI says so')
+  t.match(output, 'a question was cut short')
   t.match(output, 'Booked business to Porto: cancel')
 })

@@ -51,9 +51,18 @@ t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async
     t.equal(textOf(declined.result), 'Nothing booked', `${signal}: a declined booking books nothing`)
     const noSeat = await client.callTool('book_flight', { to: 'Rome' }, {
       'elicit-1': accept({ confirm: true, cabin: 'economy' }),
-      'elicit-2': { action: 'cancel' },
+      'elicit-2': { action: 'decline' },
     })
     t.equal(textOf(noSeat.result), 'Booked economy to Rome', `${signal}: no seat preference, no seat named`)
+    const cancelled = await client.callTool('book_flight', { to: 'Rome' }, {
+      'elicit-1': accept({ confirm: true, cabin: 'economy' }),
+      'elicit-2': { action: 'cancel' },
+    })
+    t.equal(textOf(cancelled.result), 'Nothing booked (cancelled)', `${signal}: the seat question cancelled, nothing booked`)
+    const asked = await client.request('tools/call', { name: 'book_flight', arguments: { to: 'Faro' } })
+    const form = (asked.inputRequests as any)['elicit-1'].params.requestedSchema
+    t.match(form.properties, { confirm: { title: 'Confirm the booking', default: false }, cabin: { title: 'Cabin', default: 'economy' } },
+      `${signal}: every field of the first form has a title and a default`)
     t.ok(lines.some((line) => /ephemeral key/.test(line.msg)), 'it says once that its key is ephemeral')
     const weather = await client.callTool('weather', { city: 'Porto' })
     const forecast = weather.result.structuredContent as { city: string, celsius: number, sky: string }

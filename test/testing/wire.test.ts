@@ -57,6 +57,12 @@ t.test('an unknown resultType or input method fails the call', async (t) => {
     { message: 'input request "p" has the method "ping", which is not one of elicitation/create, sampling/createMessage, roots/list' })
 })
 
+t.test('listTools follows 1000 pages at most: a server handing out cursors forever is cut off', async (t) => {
+  const endless = await scripted(t, Array.from({ length: 1_000 }, () => result({ resultType: 'complete', tools: [], nextCursor: 'again' })))
+  await t.rejects(createTestClient(endless.target).listTools(), { message: 'tools/list still had more after 1000 pages' })
+  t.equal(endless.bodies.length, 1_000)
+})
+
 t.test('a task a server shows oddly fails the call with what it showed', async (t) => {
   const created = result({ resultType: 'task', taskId: 't1', status: 'working', pollIntervalMs: 0 })
   const paused = await scripted(t, [created, result({ resultType: 'complete', taskId: 't1', status: 'paused' })])
