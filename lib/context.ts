@@ -33,6 +33,8 @@ export interface ClientState {
   readonly session?: string
   /** Epoch ms. */
   readonly sessionExpiresAt?: number
+  /** The operator's `elicitation.disable` took the client's elicitation capability away. */
+  readonly elicitationOff?: boolean
 }
 
 /** `unbound`: authenticated, but no principal could be derived, so interactive rounds are refused. */
@@ -45,7 +47,8 @@ export interface Principal {
 
 /** The pass a handler runs in. */
 export interface AskTarget {
-  ask (question: Question, key: string | undefined, capabilities: ClientCapabilities): Promise<unknown>
+  ask (question: Question, key: string | undefined, capabilities: ClientCapabilities, unavailable?: string):
+  Promise<unknown>
   /** Aborted when the pass is over. */
   readonly signal: AbortSignal
   /** Whether the pass has asked questions it waits to send. */
@@ -58,7 +61,30 @@ export interface AskTarget {
 export interface ElicitOptions {
   /** A stable key for this input request in `inputRequests`, unique within the request. Default `elicit-<ordinal>`. */
   key?: string
+  /**
+   * `'return'`: when the client cannot be asked (it lacks the capability, or the operator's `elicitation.disable`
+   * took it away), resolve `{ action: 'unavailable', reason }` instead of failing with -32021.
+   */
+  unavailable?: 'return'
 }
+
+/** The capability each kind of question needs, in words. */
+const NEEDS = {
+  elicit: 'the elicitation capability (form mode)',
+  elicitUrl: 'the elicitation capability in URL mode',
+  sample: 'the sampling capability',
+  roots: 'the roots capability',
+} as const
+
+/** What an input request resolves when nobody could be asked and it was given `{ unavailable: 'return' }`. */
+export interface Unavailable {
+  action: 'unavailable'
+  /** Why, in words for a log or for the tool's own reply. */
+  reason: string
+}
+
+/** `R`, or `Unavailable` besides when the options say `unavailable: 'return'`. */
+export type OrUnavailable<R, O> = O extends { unavailable: 'return' } ? R | Unavailable : R
 
 /** Aborts `controller` when `signal` aborts; returns the function that stops it. */
 function follow (controller: AbortController, signal: AbortSignal): () => void {
@@ -231,13 +257,13 @@ export class McpContext {
    *
    * Decline and cancel are values, not errors.
    */
-  elicit<T extends object> (
+  elicit<T extends object, const O extends ElicitOptions = ElicitOptions> (
     message: string,
     schema: RequestedSchemaBuilder<T>,
-    options: ElicitOptions = {}
-  ): Promise<ElicitAnswer<T>> {
+    options?: O
+  ): Promise<OrUnavailable<ElicitAnswer<T>, O>> {
     if (typeof message !== 'string') return Promise.reject(new InvalidArgumentError(`ctx.elicit() needs a message string, got ${typeof message}`))
-    return this.#ask(new FormQuestion(message, schema), options) as Promise<ElicitAnswer<T>>
+    return this.#ask(new FormQuestion(message, schema), options) as Promise<OrUnavailable<ElicitAnswer<T>, O>>
   }
 
   /**
@@ -245,40 +271,58 @@ export class McpContext {
    * credentials. `accept` means the user agreed to open it, not that the out-of-band step is done. The same
    * idempotency contract as `elicit()` applies.
    */
-  elicitUrl (message: string, url: string, options: ElicitOptions = {}): Promise<{ action: 'accept' | 'decline' | 'cancel' }> {
+  elicitUrl<const O extends ElicitOptions = ElicitOptions> (
+    message: string,
+    url: string,
+    options?: O
+  ): Promise<OrUnavailable<{ action: 'accept' | 'decline' | 'cancel' }, O>> {
     if (typeof message !== 'string' || typeof url !== 'string') {
       return Promise.reject(new InvalidArgumentError(`ctx.elicitUrl() needs a message string and a url string, got ${typeof message} and ${typeof url}`))
     }
-    return this.#ask(new UrlQuestion(message, url), options) as Promise<{ action: 'accept' | 'decline' | 'cancel' }>
+    return this.#ask(new UrlQuestion(message, url), options) as Promise<OrUnavailable<{ action: 'accept' | 'decline' | 'cancel' }, O>>
   }
 
   /**
    * Asks the client's model for a completion (`sampling/createMessage`) under the idempotency contract of `elicit()`.
    * @deprecated Sampling is deprecated by SEP-2577 (MCP 2026-07-28) and keeps working until at least 2027-07-28.
    */
-  sample (params: CreateMessageParams, options: ElicitOptions = {}): Promise<CreateMessageResult> {
+  sample<const O extends ElicitOptions = ElicitOptions> (
+    params: CreateMessageParams,
+    options?: O
+  ): Promise<OrUnavailable<CreateMessageResult, O>> {
     if (!isPlainObject(params) || !Array.isArray(params.messages) || !Number.isSafeInteger(params.maxTokens) ||
       params.maxTokens <= 0) {
       return Promise.reject(new InvalidArgumentError('ctx.sample() needs { messages: [...], maxTokens: positive integer }'))
     }
-    return this.#ask(new SamplingQuestion(params as JsonObject), options) as Promise<CreateMessageResult>
+    const question = new SamplingQuestion(params as JsonObject)
+    return this.#ask(question, options) as Promise<OrUnavailable<CreateMessageResult, O>>
   }
 
   /**
    * Asks the client for its roots (`roots/list`) under the idempotency contract of `elicit()`.
    * @deprecated Roots are deprecated by SEP-2577 (MCP 2026-07-28) and keep working until at least 2027-07-28.
    */
-  listRoots (options: ElicitOptions = {}): Promise<Root[]> {
-    return this.#ask(ROOTS_QUESTION, options) as Promise<Root[]>
+  listRoots<const O extends ElicitOptions = ElicitOptions> (options?: O): Promise<OrUnavailable<Root[], O>> {
+    return this.#ask(ROOTS_QUESTION, options) as Promise<OrUnavailable<Root[], O>>
   }
 
-  #ask (question: Question, options: ElicitOptions): Promise<unknown> {
-    const target = this[kCallState].target
+  #ask (question: Question, options: ElicitOptions = {}): Promise<unknown> {
+    const state = this[kCallState]
+    const target = state.target
     if (target === undefined) {
       return Promise.reject(new Error('input requests (ctx.elicit, ctx.sample, ctx.listRoots) are only available in tools/call, ' +
         `prompts/get and resources/read handlers, not in ${this.method}`))
     }
-    return target.ask(question, options.key, this.clientCapabilities)
+    const unavailable = options.unavailable
+    if (unavailable !== undefined && unavailable !== 'return') {
+      return Promise.reject(new InvalidArgumentError(`options.unavailable must be 'return' or left out, got ${JSON.stringify(unavailable)}`))
+    }
+    const reason = unavailable === undefined
+      ? undefined
+      : state.client.elicitationOff === true && question.kind !== 'sample' && question.kind !== 'roots'
+        ? 'The server turned elicitation off for this client (elicitation.disable), so nobody was asked'
+        : `The client did not declare ${NEEDS[question.kind]}, so nobody was asked`
+    return target.ask(question, options.key, state.client.capabilities, reason)
   }
 
   /**

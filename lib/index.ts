@@ -27,6 +27,7 @@ import { Tasks } from './tasks/tasks.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
 import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
+import { ElicitationPolicy } from './elicitation/policy.js'
 import { callLog, observers } from './transport/calls.js'
 import { LegacyTransport } from './transport/legacy.js'
 import { ModernTransport } from './transport/modern.js'
@@ -132,6 +133,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     lifecycle,
     limits: { maxBufferedBytes: options.limits.streamBufferBytes },
     principal: options.principal,
+    elicitation: new ElicitationPolicy(options.elicitationDisable, fastify.log),
   }
   const modern = new ModernTransport({
     ...lifecycleParts,
@@ -171,7 +173,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
 export const mocapiPlugin = fp(mocapi, { fastify: '5.x', name: 'mocapi' })
 export default mocapiPlugin
 
-export type { McpContext, ElicitOptions } from './context.js'
+export type { McpContext, ElicitOptions, Unavailable } from './context.js'
 export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './protocol/wire.js'
 export type { Completer, CompletionContext, CompletionSource } from './features/completions.js'
 export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, GetPromptResult } from './features/prompts.js'

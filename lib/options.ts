@@ -9,7 +9,7 @@ import type { TaskStore } from './tasks/store.js'
 import type { NotificationBus } from './bus/bus.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './mrtr/codec.js'
 import { MAKE_KEY } from './mrtr/keys.js'
-import { LEGACY_VERSIONS, PROTOCOL_VERSION } from './protocol/wire.js'
+import { LEGACY_VERSIONS, PROTOCOL_VERSION, type Implementation } from './protocol/wire.js'
 import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'
 import { MOCAPI_VERSION } from './version.js'
 
@@ -141,6 +141,16 @@ export interface MocapiOptions {
      */
     lease?: number
   }
+  /** Elicitation as the operator allows it. */
+  elicitation?: {
+    /**
+     * Treat clients as lacking the elicitation capability, whatever they declare: `true` for every client, or a
+     * function of the client's `clientInfo` (undefined when it sent none) for hosts known to declare it and not ask.
+     * Their `ctx.elicit()` then fails with -32021, or resolves `{ action: 'unavailable' }` with
+     * `{ unavailable: 'return' }`; the log says so once per client. Default: off.
+     */
+    disable?: boolean | ((client: Implementation | undefined) => boolean)
+  }
   /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
   session?: {
     /**
@@ -193,6 +203,7 @@ export interface ResolvedOptions {
   taskStore: TaskStore | undefined
   lease: number
   protectedResource: ProtectedResourceOptions | undefined
+  elicitationDisable: boolean | ((client: Implementation | undefined) => boolean)
 }
 
 const DEFAULT_TTL = 300_000
@@ -224,13 +235,14 @@ function timerMs (value: unknown, name: string, fallback: number): number {
 }
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session', 'tasks'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session', 'tasks', 'elicitation'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller', 'tasksPerCaller'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 const KNOWN_SESSION = new Set(['ttl', 'answerTimeout'])
 const KNOWN_TASKS = new Set(['store', 'lease'])
+const KNOWN_ELICITATION = new Set(['disable'])
 
 /** A `TaskStore` given in `tasks.store`: an object with `create`, `get` and `update` functions. */
 function taskStoreOf (value: unknown): TaskStore | undefined {
@@ -280,6 +292,12 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
   const tasks = plainObject(o.tasks ?? {}, 'tasks')
   knownFields(tasks, KNOWN_TASKS, 'tasks.')
   const legacy = oneOf(o.legacy, ['serve', 'reject'], 'legacy', 'serve') === 'serve'
+  const elicitation = plainObject(o.elicitation ?? {}, 'elicitation')
+  knownFields(elicitation, KNOWN_ELICITATION, 'elicitation.')
+  const disable = elicitation.disable ?? false
+  if (typeof disable !== 'boolean' && typeof disable !== 'function') {
+    throw new InvalidOptionError(`elicitation.disable must be true, false or a function of the client's info, got ${describe(disable)}`)
+  }
 
   const bus = o.bus
   if (bus !== undefined && (!isPlainObject(bus) || typeof bus.publish !== 'function' || typeof bus.subscribe !== 'function')) {
@@ -327,5 +345,6 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     taskStore: taskStoreOf(tasks.store),
     lease: timerMs(tasks.lease, 'tasks.lease', DEFAULT_LEASE),
     protectedResource: resolveProtectedResource(o.protectedResource),
+    elicitationDisable: disable as boolean | ((client: Implementation | undefined) => boolean),
   }
 }

@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import { expect, test } from 'tstyche'
 import mocapi, {
   mocapiPlugin, requestedSchema, type McpContext, InvalidRequestStateError, ExpiredRequestStateError,
-  ElicitationLedgerMismatchError, McpError, type MocapiOptions, type McpRegistry, type ElicitAnswer,
+  ElicitationLedgerMismatchError, McpError, type MocapiOptions, type McpRegistry, type ElicitAnswer, type Unavailable,
 } from '../lib/index.js'
 
 test('the default export is the named plugin', () => {
@@ -50,6 +50,21 @@ test('ctx.elicit infers the answer from the schema', async () => {
     expect(ctx.principal).type.toBe<string | null>()
     expect(ctx.signal).type.toBe<AbortSignal>()
     return `to ${args.to}`
+  })
+})
+
+test('{ unavailable: \'return\' } adds the unavailable outcome to the answer, and only then', async () => {
+  const app = Fastify()
+  app.mcp.tool({ name: 'delete_file' }, async (_args, ctx) => {
+    const schema = requestedSchema().boolean('confirm')
+    expect(await ctx.elicit('Delete?', schema, { key: 'confirm' })).type.toBe<ElicitAnswer<{ confirm: boolean }>>()
+    const maybe = await ctx.elicit('Delete?', schema, { unavailable: 'return' })
+    expect(maybe).type.toBe<ElicitAnswer<{ confirm: boolean }> | Unavailable>()
+    if (maybe.action === 'unavailable') expect(maybe.reason).type.toBe<string>()
+    expect(await ctx.elicitUrl('Sign in', 'https://example.com', { unavailable: 'return' }))
+      .type.toBe<{ action: 'accept' | 'decline' | 'cancel' } | Unavailable>()
+    expect(ctx.elicit('Delete?', schema, { unavailable: 'always' })).type.toRaiseError()
+    return 'ok'
   })
 })
 

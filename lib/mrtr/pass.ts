@@ -111,8 +111,16 @@ export class ReplayPass implements AskTarget {
     })
   }
 
-  /** The ledger's answer, else a yield; a client lacking a question's capabilities gets an error naming them. */
-  ask (question: Question, key: string | undefined, capabilities: ClientCapabilities): Promise<unknown> {
+  /**
+   * The ledger's answer, else a yield. A client lacking a question's capabilities gets an error naming them, or,
+   * when `unavailable` gives the reason, the answer `{ action: 'unavailable', reason }`, kept in the ledger as any.
+   */
+  ask (
+    question: Question,
+    key: string | undefined,
+    capabilities: ClientCapabilities,
+    unavailable?: string
+  ): Promise<unknown> {
     if (this.#closed) return this.#yielded ?? rejected(new Error('ctx.elicit() and kin were called after the handler\'s pass ended'))
     const ordinal = this.#ordinal++
     const ledger = this.#ledger
@@ -138,7 +146,12 @@ export class ReplayPass implements AskTarget {
       return Promise.resolve(checked.value)
     }
     const missing = question.missing(capabilities)
-    if (missing !== undefined) return this.#fail(missingCapability(missing))
+    if (missing !== undefined) {
+      if (unavailable === undefined) return this.#fail(missingCapability(missing))
+      const answer = { action: 'unavailable', reason: unavailable }
+      ledger[ordinal] = { k: key, f: print, r: answer }
+      return Promise.resolve(answer)
+    }
     this.#pendingBytes += key.length + print.length + 8
     if (this.#pendingBytes > this.#budget.ledger) {
       return this.#fail(invalidParams(`The handler asked for more input in one round than a requestState token holds (over ${ordinal + 1} requests)`))

@@ -3,6 +3,7 @@
  * answers clients POST, 2025-03-26 batches and the GET stream. Dispatch and below is shared with 2026-07-28.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { CallState, McpContext, eitherAborts, type ClientState, type NotificationStream, type Principal } from '../context.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
 import { LIST_CHANGED, type Subscriptions } from '../features/subscriptions.js'
@@ -87,6 +88,7 @@ export interface LegacyParts {
   /** Messages a 2025-03-26 batch may hold (limits.batchSize). */
   batchSize: number
   principal: ((request: FastifyRequest) => unknown) | undefined
+  elicitation: ElicitationPolicy
 }
 
 export class LegacyTransport implements Era {
@@ -100,9 +102,11 @@ export class LegacyTransport implements Era {
   readonly #batchSize: number
   readonly #principal: ((request: FastifyRequest) => unknown) | undefined
   readonly #delivery: StreamDelivery
+  readonly #elicitation: ElicitationPolicy
 
   constructor (parts: LegacyParts) {
     this.dispatcher = parts.dispatcher
+    this.#elicitation = parts.elicitation
     this.#sessions = parts.sessions
     this.#hub = parts.hub
     this.#exchange = parts.exchange
@@ -130,14 +134,14 @@ export class LegacyTransport implements Era {
     if (session === undefined) {
       return { protocolVersion: version, capabilities: {}, info: undefined, logLevel: DEFAULT_LEGACY_LOG_LEVEL }
     }
-    return {
+    return this.#elicitation.apply({
       protocolVersion: session.version,
       capabilities: session.capabilities,
       info: session.info,
       logLevel: this.#hub.levelOf(session.id) ?? DEFAULT_LEGACY_LOG_LEVEL,
       session: session.id,
       sessionExpiresAt: session.expiresAt,
-    }
+    })
   }
 
   /** A request becomes a call; a notification or answer gets 202 (an answer's promise settles once that is sent). */

@@ -15,6 +15,7 @@ import {
 import { UNWATCHED } from './calls.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
 import type { Call, Era } from './era.js'
+import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { principalOf } from './principal.js'
 
 export interface ModernParts {
@@ -25,6 +26,7 @@ export interface ModernParts {
   serverInfo: Implementation
   supportedVersions: readonly string[]
   principal: ((request: FastifyRequest) => unknown) | undefined
+  elicitation: ElicitationPolicy
 }
 
 function noop (): void {}
@@ -56,12 +58,12 @@ export class ModernTransport implements Era {
       throw unsupportedVersion(version, [PROTOCOL_VERSION],
         `Unsupported protocol version for server/discover: it is a ${PROTOCOL_VERSION} method, which ${version} does not have`)
     }
-    const client = {
+    const client = parts.elicitation.apply({
       protocolVersion: version,
       capabilities: meta[META_CLIENT_CAPABILITIES],
       info: meta[META_CLIENT_INFO],
       logLevel: meta[META_LOG_LEVEL],
-    }
+    })
     const channel = new ReplyChannel(reply, message.id, parts.lifecycle, parts.limits, request.log)
     const state = new CallState(client, principalOf(request, parts.principal), channel, parts.delivery)
     return {

@@ -1,0 +1,48 @@
+/** The operator's `elicitation.disable`: clients treated as lacking the elicitation capability. */
+import type { FastifyBaseLogger } from 'fastify'
+import type { ClientState } from '../context.js'
+import type { Implementation } from '../protocol/wire.js'
+
+/** How many clients the policy remembers having logged; past it, it starts over (and logs them again). */
+const LOGGED_CLIENTS = 1_024
+const MAX_NAME = 100
+
+export type ElicitationDisable = boolean | ((client: Implementation | undefined) => boolean)
+
+export class ElicitationPolicy {
+  readonly #disable: ElicitationDisable
+  readonly #log: FastifyBaseLogger
+  readonly #logged = new Set<string>()
+
+  constructor (disable: ElicitationDisable, log: FastifyBaseLogger) {
+    this.#disable = disable
+    this.#log = log
+  }
+
+  /** The client as handlers see it: without the elicitation capability when the policy turns it off. */
+  apply (client: ClientState): ClientState {
+    if (this.#disable === false || client.capabilities.elicitation === undefined) return client
+    if (this.#disable !== true && !this.#matches(this.#disable, client.info)) return client
+    const { elicitation: _off, ...capabilities } = client.capabilities
+    this.#note(client.info)
+    return { ...client, capabilities, elicitationOff: true }
+  }
+
+  #matches (disable: (client: Implementation | undefined) => boolean, info: Implementation | undefined): boolean {
+    try {
+      return disable(info) === true
+    } catch (error) {
+      this.#log.error({ err: error }, 'mocapi: elicitation.disable threw; elicitation stays on for this client')
+      return false
+    }
+  }
+
+  /** Says once per client that its elicitation is off. */
+  #note (info: Implementation | undefined): void {
+    const name = info === undefined ? '(no clientInfo)' : `${String(info.name).slice(0, MAX_NAME)} ${String(info.version).slice(0, MAX_NAME)}`
+    if (this.#logged.has(name)) return
+    if (this.#logged.size >= LOGGED_CLIENTS) this.#logged.clear()
+    this.#logged.add(name)
+    this.#log.info({ mcp: { client: name } }, 'mocapi: elicitation is off for this client (elicitation.disable): it is treated as lacking the capability')
+  }
+}
