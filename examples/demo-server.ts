@@ -24,6 +24,8 @@ await app.register(mocapi, {
 app.mcp.tool({
   name: 'weather',
   description: 'Gives a (made-up, deterministic) forecast for a city',
+  // Set explicitly, as connector directories ask: what the tool does, before a host calls it.
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   inputSchema: { type: 'object', properties: { city: { type: 'string', minLength: 1 } }, required: ['city'], additionalProperties: false },
   outputSchema: { type: 'object', properties: { city: { type: 'string' }, celsius: { type: 'number' }, sky: { type: 'string' } }, required: ['city', 'celsius', 'sky'] },
 }, (args: { city: string }) => {
@@ -36,6 +38,7 @@ app.mcp.tool({
 app.mcp.tool({
   name: 'convert_currency',
   description: 'Converts an amount between EUR, USD and GBP at fixed demo rates',
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   inputSchema: {
     type: 'object',
     properties: { amount: { type: 'number' }, from: { enum: ['EUR', 'USD', 'GBP'] }, to: { enum: ['EUR', 'USD', 'GBP'] } },
@@ -50,6 +53,7 @@ app.mcp.tool({
 app.mcp.tool({
   name: 'book_flight',
   description: 'Books a flight after asking the traveller to confirm, then for a seat preference',
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   inputSchema: { type: 'object', properties: { to: { type: 'string', minLength: 1 } }, required: ['to'], additionalProperties: false },
 }, async (args: { to: string }, ctx) => {
   // Everything above the last elicit() re-runs on each round: keep it free of side effects.

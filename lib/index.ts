@@ -28,6 +28,7 @@ import { resolveOptions, type MocapiOptions } from './options.js'
 import { Lifecycle } from './transport/channel.js'
 import { ProtectedResource } from './transport/oauth.js'
 import { ElicitationPolicy } from './elicitation/policy.js'
+import { Scopes } from './features/scopes.js'
 import { callLog, observers } from './transport/calls.js'
 import { LegacyTransport } from './transport/legacy.js'
 import { ModernTransport } from './transport/modern.js'
@@ -80,12 +81,13 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     log: fastify.log,
     announce: (id) => { bus.publish({ kind: 'task', id, node: exchange.node }) },
   })
-  const tools = new Tools(engine, compiler, failures, tasks)
-  const prompts = new Prompts(engine, compiler, failures)
+  const scopes = new Scopes(options.scopes)
+  const tools = new Tools(engine, compiler, failures, tasks, scopes)
+  const prompts = new Prompts(engine, compiler, failures, scopes)
   const resources = new Resources(engine, {
     cache: options.cache.resources,
     maxUriLength: options.limits.uriLength,
-  }, failures)
+  }, failures, scopes)
   const taskView = (id: string, principal: string | null) => tasks.view(id, principal)
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, taskView)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
@@ -126,7 +128,14 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   })
   let protectedResource
   if (options.protectedResource !== undefined) {
-    protectedResource = new ProtectedResource(options.protectedResource, options.path, options.allowedHosts)
+    const declared = (): Set<string> => {
+      const all = new Set<string>()
+      tools.scopesInto(all)
+      prompts.scopesInto(all)
+      resources.scopesInto(all)
+      return all
+    }
+    protectedResource = new ProtectedResource(options.protectedResource, options.path, options.allowedHosts, declared)
     protectedResource.register(fastify)
   }
   const lifecycleParts = {
@@ -193,7 +202,8 @@ export {
 } from './errors.js'
 export type { McpRegistry } from './features/registry.js'
 export type {
-  ToolDefinition, ToolHandler, ToolReturn, ToolArguments, ToolStructuredContent, StructuredToolResult, ToolErrorResult,
+  ToolDefinition, ToolAnnotations, ToolHandler, ToolReturn, ToolArguments, ToolStructuredContent, StructuredToolResult,
+  ToolErrorResult,
 } from './features/tools.js'
 export type { FromSchema } from './types/json-schema.js'
 export type { InputRequiredResult } from './mrtr/engine.js'

@@ -56,6 +56,11 @@ export interface MocapiOptions {
    * `null` or `undefined` makes the caller anonymous.
    */
   principal?: (request: FastifyRequest) => string | null | undefined
+  /**
+   * The OAuth scopes a request's verified token grants, for tools, prompts and resources that declare `scopes`.
+   * Default: `request.user.scope` (space-separated) or `request.user.scp` (an array, or space-separated).
+   */
+  scopes?: (request: FastifyRequest) => readonly string[] | undefined
   /** Browser origins allowed to call the endpoint (exact `scheme://host[:port]`, or `'*'`). Default: localhost origins only. */
   allowedOrigins?: string[]
   /** Extra `Host` names accepted when the server listens on a loopback address (DNS rebinding protection). */
@@ -204,6 +209,7 @@ export interface ResolvedOptions {
   lease: number
   protectedResource: ProtectedResourceOptions | undefined
   elicitationDisable: boolean | ((client: Implementation | undefined) => boolean)
+  scopes: ((request: FastifyRequest) => readonly string[] | undefined) | undefined
 }
 
 const DEFAULT_TTL = 300_000
@@ -235,7 +241,7 @@ function timerMs (value: unknown, name: string, fallback: number): number {
 }
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session', 'tasks', 'elicitation'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session', 'tasks', 'elicitation', 'scopes'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller', 'tasksPerCaller'])
@@ -346,5 +352,6 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     lease: timerMs(tasks.lease, 'tasks.lease', DEFAULT_LEASE),
     protectedResource: resolveProtectedResource(o.protectedResource),
     elicitationDisable: disable as boolean | ((client: Implementation | undefined) => boolean),
+    scopes: optionalFunction(o.scopes, 'scopes'),
   }
 }

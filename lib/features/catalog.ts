@@ -17,6 +17,8 @@ export type AccessCheck = (ctx: McpContext) => boolean | Promise<boolean>
 export interface Entry<L> {
   listed: L
   canAccess: AccessCheck | undefined
+  /** The scopes a caller's token must grant (`scopes` of the definition). */
+  scopes?: readonly string[]
 }
 
 export async function allowed (entry: Entry<unknown>, ctx: McpContext): Promise<boolean> {
@@ -59,6 +61,11 @@ export class Catalog<L, E extends Entry<L>> {
   /** Skips access checks: {@link find} is for a caller. */
   entry (key: string): E | undefined {
     return this.#entries.get(key)
+  }
+
+  /** Adds the scopes its items declare to `into`. */
+  scopesInto (into: Set<string>): void {
+    for (const entry of this.#entries.values()) for (const scope of entry.scopes ?? []) into.add(scope)
   }
 
   values (): IterableIterator<E> {
@@ -121,8 +128,8 @@ export class Catalog<L, E extends Entry<L>> {
 
 /** A definition's listed form: without the fields that only mocapi reads. */
 export function listedForm<T extends object> (definition: T): T {
-  const { canAccess, cache, complete, task, ...listed } =
-    definition as T & { canAccess?: unknown, cache?: unknown, complete?: unknown, task?: unknown }
+  const { canAccess, cache, complete, task, scopes, ...listed } =
+    definition as T & { canAccess?: unknown, cache?: unknown, complete?: unknown, task?: unknown, scopes?: unknown }
   return listed as T
 }
 

@@ -7,6 +7,7 @@ import { isPlainObject, type ContentBlock, type JsonObject } from '../protocol/w
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import type { Failures } from './failures.js'
+import { scopeList, type Scopes } from './scopes.js'
 
 /** One argument of a prompt, as `prompts/list` shows it, plus how to complete it. */
 export interface PromptArgument {
@@ -29,6 +30,8 @@ export interface PromptDefinition {
   _meta?: JsonObject
   /** Whether the caller may see and get it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
   canAccess?: AccessCheck
+  /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
+  scopes?: string[]
 }
 
 /** One message of a prompt. */
@@ -61,7 +64,7 @@ interface Prompt extends Entry<PromptDefinition> {
   completers: Map<string, Completer>
 }
 
-const PROMPT_FIELDS = new Set(['name', 'title', 'description', 'arguments', 'icons', '_meta', 'canAccess'])
+const PROMPT_FIELDS = new Set(['name', 'title', 'description', 'arguments', 'icons', '_meta', 'canAccess', 'scopes'])
 const ARGUMENT_FIELDS = new Set(['name', 'title', 'description', 'required', 'complete'])
 
 function isMessages (value: unknown): value is PromptMessage[] {
@@ -74,8 +77,11 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
   readonly #compiler: SchemaCompiler
   readonly #failures: Failures
 
-  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures) {
+  readonly #scopes: Scopes
+
+  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures, scopes: Scopes) {
     super()
+    this.#scopes = scopes
     this.#engine = engine
     this.#compiler = compiler
     this.#failures = failures
@@ -104,10 +110,12 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
       return listedForm(arg)
     })
     const canAccess = accessCheck(definition.canAccess, where)
+    const scopes = scopeList(definition.scopes, where)
     const argumentsSchema = { type: 'object', properties, required, additionalProperties: false }
     this.put(name, {
       listed: listedForm(definition.arguments === undefined ? definition : { ...definition, arguments: listedArgs }),
       canAccess,
+      scopes,
       handler: handler as PromptHandler,
       label: `prompt ${name}`,
       argumentsSchema,
@@ -134,6 +142,7 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     const name = ctx.params.name as string
     const prompt = await this.find(name, ctx)
     if (prompt === undefined) throw invalidParams(`Unknown prompt: ${name}`)
+    this.#scopes.check(prompt.scopes, ctx, 'The prompt', name)
     const args = (ctx.params.arguments ?? {}) as JsonObject
     if (!prompt.validateArguments(args)) throw invalidParams(argumentsProblem(name, prompt.validateArguments))
     const handler = prompt.handler

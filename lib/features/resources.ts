@@ -6,6 +6,7 @@ import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import type { Failures } from './failures.js'
+import { scopeList, type Scopes } from './scopes.js'
 import { UriTemplate } from './uri-template.js'
 
 /** A resource's definition, as `resources/list` shows it. */
@@ -23,6 +24,8 @@ export interface ResourceDefinition {
   cache?: CacheHint
   /** Whether the caller may see and read it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
   canAccess?: AccessCheck
+  /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
+  scopes?: string[]
 }
 
 /** A resource template's definition (RFC 6570 level 1: `{name}` expressions only). */
@@ -41,6 +44,8 @@ export interface ResourceTemplateDefinition {
   cache?: CacheHint
   /** Whether the caller may see and read through the template; in time, as {@link AccessCheck} says. Not listed. */
   canAccess?: AccessCheck
+  /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
+  scopes?: string[]
 }
 
 /** One item of `contents`: text or base64 `blob`. */
@@ -66,7 +71,7 @@ export type ResourceHandler = (uri: string, ctx: McpContext) => ResourceReturn |
 export type ResourceTemplateHandler = (uri: string, variables: Record<string, string>, ctx: McpContext) =>
   ResourceReturn | undefined | Promise<ResourceReturn | undefined>
 
-interface Readable { mimeType?: string, cache: Required<CacheHint> }
+interface Readable { mimeType?: string, cache: Required<CacheHint>, scopes?: readonly string[] }
 interface Resource extends Readable, Entry<ResourceDefinition> { handler: ResourceHandler }
 interface Template extends Readable, Entry<ResourceTemplateDefinition> {
   handler: ResourceTemplateHandler
@@ -74,8 +79,8 @@ interface Template extends Readable, Entry<ResourceTemplateDefinition> {
   completers: Map<string, Completer>
 }
 
-const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeType', 'size', 'annotations', 'icons', '_meta', 'cache', 'canAccess'])
-const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache', 'canAccess'])
+const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeType', 'size', 'annotations', 'icons', '_meta', 'cache', 'canAccess', 'scopes'])
+const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache', 'canAccess', 'scopes'])
 
 export interface ResourceSettings {
   /** For a read whose resource sets none. */
@@ -95,8 +100,10 @@ export class Resources {
   readonly #engine: ReplayEngine
   readonly #settings: ResourceSettings
   readonly #failures: Failures
+  readonly #scopes: Scopes
 
-  constructor (engine: ReplayEngine, settings: ResourceSettings, failures: Failures) {
+  constructor (engine: ReplayEngine, settings: ResourceSettings, failures: Failures, scopes: Scopes) {
+    this.#scopes = scopes
     this.#engine = engine
     this.#settings = settings
     this.#failures = failures
@@ -126,9 +133,11 @@ export class Resources {
     nonEmptyString(name, `${where} name`, InvalidDefinitionError)
     this.#resources.checkNew(uri, where, definition as unknown as Record<string, unknown>, RESOURCE_FIELDS, handler)
     const canAccess = accessCheck(definition.canAccess, where)
+    const scopes = scopeList(definition.scopes, where)
     this.#resources.put(uri, {
       listed: listedForm(definition),
       canAccess,
+      scopes,
       handler,
       mimeType: definition.mimeType,
       cache: this.#cacheOf(definition.cache, where, canAccess !== undefined),
@@ -151,15 +160,23 @@ export class Resources {
       completers.set(variable, toCompleter(source as CompletionSource, `${where} complete.${variable}`)!)
     }
     const canAccess = accessCheck(definition.canAccess, where)
+    const scopes = scopeList(definition.scopes, where)
     this.#templates.put(uriTemplate, {
       listed: listedForm(definition),
       canAccess,
+      scopes,
       handler,
       template,
       completers,
       mimeType: definition.mimeType,
       cache: this.#cacheOf(definition.cache, where, canAccess !== undefined),
     })
+  }
+
+  /** Adds the scopes its resources and templates declare to `into`. */
+  scopesInto (into: Set<string>): void {
+    this.#resources.scopesInto(into)
+    this.#templates.scopesInto(into)
   }
 
   remove (uri: string): boolean {
@@ -235,6 +252,7 @@ export class Resources {
     const notFound = () => invalidParams('Resource not found', 200, { uri })
     const found = await this.resolve(uri, ctx, true)
     if (found === undefined) throw notFound()
+    this.#scopes.check(found.entry.scopes, ctx, 'The resource', uri)
     try {
       const outcome = await this.#engine.run(ctx, `resource ${uri}`, found.run)
       if (!('complete' in outcome)) return outcome

@@ -1,4 +1,4 @@
-import { isPlainObject, plainObject } from '../check.js'
+import { fail, isPlainObject, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
 import { InvalidDefinitionError, McpError, invalidParams } from '../errors.js'
 import { describeErrors, type SchemaCompiler, type Validator } from '../json-schema.js'
@@ -9,12 +9,32 @@ import { declaresTasks, tasksRequired, toolTask, type Tasks, type ToolTask, type
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import type { Failures } from './failures.js'
 import { ParamHeaders } from './param-headers.js'
+import { scopeList, type Scopes } from './scopes.js'
 
 /**
  * What `tools/list` tells clients about a tool. A schema is a JSON Schema object: a literal (whose
  * type, written inline or `as const`, types the handler), a TypeBox schema, or any object built at
  * run time. Ajv validates it whatever its TypeScript type.
  */
+/**
+ * What a tool does, as hosts read it before they call it. Hints, not guarantees: a host must not trust them from a
+ * server it does not trust. Connector directories (ChatGPT's, Claude's) ask for `readOnlyHint`, `destructiveHint` and
+ * `idempotentHint` set explicitly; set `openWorldHint` too.
+ */
+export interface ToolAnnotations {
+  /** A human-readable title. */
+  title?: string
+  /** The tool does not change its environment. Default false. */
+  readOnlyHint?: boolean
+  /** It may destroy or overwrite (meaningful when not read-only). Default true. */
+  destructiveHint?: boolean
+  /** Calling it again with the same arguments changes nothing more (meaningful when not read-only). Default false. */
+  idempotentHint?: boolean
+  /** It reaches an open world (the web, other services), not a closed one. Default true. */
+  openWorldHint?: boolean
+  [key: string]: unknown
+}
+
 export interface ToolDefinition {
   /** 1–128 characters, unique in the server; `[A-Za-z0-9_.-]` is recommended. */
   name: string
@@ -24,13 +44,16 @@ export interface ToolDefinition {
   inputSchema?: object
   /** JSON Schema of `structuredContent`; when set, results must carry conforming structured content. */
   outputSchema?: object
-  annotations?: JsonObject
+  /** Hints about what the tool does, for hosts and connector directories: see {@link ToolAnnotations}. */
+  annotations?: ToolAnnotations
   icons?: JsonObject[]
   _meta?: JsonObject
   /** Whether the caller may see and call it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
   canAccess?: AccessCheck
   /** Makes the tool task-capable (the tasks extension): see {@link ToolTaskOptions}. Not listed. */
   task?: ToolTaskOptions
+  /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
+  scopes?: string[]
 }
 
 /** A result whose `structuredContent` is the tool's structured output. */
@@ -117,7 +140,19 @@ interface Tool extends Entry<ToolDefinition> {
 // The spec recommends [A-Za-z0-9_.-]; mocapi only refuses what no header or list can carry.
 const TOOL_NAME = /^[^\s\p{Cc}]{1,128}$/u
 const NO_ARGUMENTS = { type: 'object', additionalProperties: false }
-const KNOWN_FIELDS = new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'canAccess', 'task'])
+const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const
+
+/** Checks a tool's annotations at registration: an object, its hints booleans, its title a string. */
+function checkAnnotations (annotations: unknown, where: string): void {
+  if (annotations === undefined) return
+  const object = plainObject(annotations, `${where} annotations`, InvalidDefinitionError)
+  for (const hint of HINTS) {
+    if (object[hint] !== undefined && typeof object[hint] !== 'boolean') fail(`${where} annotations.${hint}`, 'true or false', object[hint], InvalidDefinitionError)
+  }
+  if (object.title !== undefined && typeof object.title !== 'string') fail(`${where} annotations.title`, 'a string', object.title, InvalidDefinitionError)
+}
+
+const KNOWN_FIELDS = new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'canAccess', 'task', 'scopes'])
 
 function errorResult (text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true }
@@ -134,8 +169,11 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
   readonly #tasks: Tasks
   #taskCapable = 0
 
-  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures, tasks: Tasks) {
+  readonly #scopes: Scopes
+
+  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures, tasks: Tasks, scopes: Scopes) {
     super()
+    this.#scopes = scopes
     this.#engine = engine
     this.#compiler = compiler
     this.#failures = failures
@@ -162,6 +200,8 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     }
     const outputSchema = definition.outputSchema === undefined ? undefined : plainObject(definition.outputSchema, `${where} outputSchema`, InvalidDefinitionError)
     const canAccess = accessCheck(definition.canAccess, where)
+    checkAnnotations(definition.annotations, where)
+    const scopes = scopeList(definition.scopes, where)
     const task = toolTask(definition.task, where, handler)
     const paramHeaders = ParamHeaders.compile(inputSchema, where)
     const validateInput = this.#compiler.compile(inputSchema, `${where} inputSchema`)
@@ -183,6 +223,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
       validateOutput,
       paramHeaders,
       task,
+      scopes,
     })
     if (task !== undefined) this.#taskCapable++
   }
@@ -202,6 +243,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     let tool = this.find(name, ctx)
     if (tool instanceof Promise) tool = await tool
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
+    this.#scopes.check(tool.scopes, ctx, 'The tool', name)
     const args = (ctx.params.arguments ?? {}) as JsonObject
     // 2025-era clients never send these headers.
     if (tool.paramHeaders !== undefined &&

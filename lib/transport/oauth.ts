@@ -45,10 +45,19 @@ export class ProtectedResource {
   readonly #path: string
   readonly #allowedHosts: ReadonlySet<string>
 
-  constructor (options: ProtectedResourceOptions, path: string, allowedHosts: ReadonlySet<string>) {
+  readonly #declared: () => Iterable<string>
+
+  /** `declared`: the scopes tools, prompts and resources declare now, listed in `scopes_supported`. */
+  constructor (
+    options: ProtectedResourceOptions,
+    path: string,
+    allowedHosts: ReadonlySet<string>,
+    declared: () => Iterable<string>
+  ) {
     this.#options = options
     this.#path = path
     this.#allowedHosts = allowedHosts
+    this.#declared = declared
   }
 
   /** The configured resource URL, else the endpoint as reached when its host is known, else undefined. */
@@ -65,18 +74,26 @@ export class ProtectedResource {
       authorization_servers: o.authorizationServers,
       bearer_methods_supported: o.bearerMethodsSupported ?? ['header'],
     }
-    if (o.scopesSupported !== undefined) body.scopes_supported = o.scopesSupported
+    const scopes = new Set([...o.scopesSupported ?? [], ...this.#declared()])
+    if (scopes.size > 0) body.scopes_supported = [...scopes]
     if (o.resourceName !== undefined) body.resource_name = o.resourceName
     if (o.resourceDocumentation !== undefined) body.resource_documentation = o.resourceDocumentation
     return body
   }
 
+  /** The URL of the metadata, when the resource URL is known. */
+  metadataUrl (request: FastifyRequest): string | undefined {
+    const resource = this.resource(request)
+    if (resource === undefined) return undefined
+    const url = new URL(resource)
+    return `${url.origin}${WELL_KNOWN}${url.pathname === '/' ? '' : url.pathname}`
+  }
+
   /** Adds `resource_metadata` to the `WWW-Authenticate` challenge of a 401 reply, when the resource URL is known. */
   challenge (request: FastifyRequest, reply: FastifyReply): void {
-    const resource = this.resource(request)
-    if (resource === undefined) return
-    const url = new URL(resource)
-    const parameter = `resource_metadata="${url.origin}${WELL_KNOWN}${url.pathname === '/' ? '' : url.pathname}"`
+    const metadata = this.metadataUrl(request)
+    if (metadata === undefined) return
+    const parameter = `resource_metadata="${metadata}"`
     const existing = reply.getHeader('www-authenticate')
     if (typeof existing === 'string' && existing !== '') {
       if (!existing.includes('resource_metadata=')) reply.header('www-authenticate', `${existing}, ${parameter}`)

@@ -3,6 +3,7 @@
  * Host, preHandler reads the message into its era's call, handler dispatches, and errors become JSON-RPC errors.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ScopeChallenge } from '../features/scopes.js'
 import type { McpContext } from '../context.js'
 import { ElicitationLedgerMismatchError, ErrorCode, InvalidRequestStateError, McpError, internalError, invalidRequest, parseError, unsupportedVersion } from '../errors.js'
 import { messageOf } from '../features/failures.js'
@@ -185,7 +186,8 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
     } else if (mcpError.statusCode >= 500) {
       request.log.error({ err: error }, 'mocapi internal error')
     }
-    if (mcpError.statusCode === 401) protectedResource?.challenge(request, reply)
+    if (error instanceof ScopeChallenge) reply.header('www-authenticate', error.header(protectedResource?.metadataUrl(request)))
+    else if (mcpError.statusCode === 401) protectedResource?.challenge(request, reply)
     if (call !== undefined) {
       call.untrack()
       mcpError = call.era.error(call, mcpError)

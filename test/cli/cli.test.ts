@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import { spawn, spawnSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
 import { McpError, requestedSchema } from '../../lib/index.js'
-import { blockText, notificationText, processIo, toolLine } from '../../cli/main.js'
+import { blockText, contentsText, notificationText, processIo, toolLine, typeHint } from '../../cli/main.js'
 import { build } from '../helpers.js'
 import { run } from './run.js'
 
@@ -377,6 +377,13 @@ t.test('help and usage errors', async (t) => {
 t.test('lines for blocks, notifications and tools', async (t) => {
   t.same(processIo(), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env })
   t.equal(blockText({ type: 'audio', data: 'AA', mimeType: 'audio/wav' }), '[audio audio/wav]')
+  t.equal(contentsText({ uri: 'files://x', blob: 'AAAA' }), '[blob application/octet-stream: files://x]', 'a blob without a mimeType')
+  t.equal(typeHint([{ type: 'image', data: 'AA', mimeType: 'image/png' }, { type: 'text', text: 'Invalid arguments: arguments.ok must be boolean' }], { ok: 'yes' }),
+    'hint: ok was sent as a string; --arg ok:=yes sends it as JSON (the tool wants a boolean)')
+  t.equal(typeHint([{ type: 'text', text: 'Invalid arguments: arguments.tags must be array' }], { tags: 'a' }),
+    'hint: tags was sent as a string; --arg tags:=a sends it as JSON (the tool wants an array)')
+  t.equal(typeHint([{ type: 'text', text: 'Invalid arguments: arguments.meta must be object' }], { meta: '{}' }), 'hint: meta was sent as a string; --arg meta:={} sends it as JSON (the tool wants an object)')
+  t.equal(typeHint([{ type: 'text', text: 'something else broke' }], { ok: 'yes' }), undefined)
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 3 } }), 'progress 3')
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hi' } }), '[info] hi')
   t.equal(notificationText({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'error', logger: 'db', data: { n: 1 } } }), '[error] db: {"n":1}')

@@ -59,6 +59,9 @@ t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async
       'elicit-2': { action: 'cancel' },
     })
     t.equal(textOf(cancelled.result), 'Nothing booked (cancelled)', `${signal}: the seat question cancelled, nothing booked`)
+    const tools = await client.listTools()
+    t.same(tools.filter((tool) => ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'].some((hint) => typeof (tool.annotations as Record<string, unknown> | undefined)?.[hint] !== 'boolean')).map((tool) => tool.name), [],
+      `${signal}: every tool sets the four hints explicitly`)
     const asked = await client.request('tools/call', { name: 'book_flight', arguments: { to: 'Faro' } })
     const form = (asked.inputRequests as any)['elicit-1'].params.requestedSchema
     t.match(form.properties, { confirm: { title: 'Confirm the booking', default: false }, cabin: { title: 'Cabin', default: 'economy' } },

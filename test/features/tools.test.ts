@@ -181,6 +181,16 @@ t.test('bad tool definitions throw at registration, naming the problem', async (
   t.throws(() => app.mcp.tool({ name: 'a', inputSchema: { type: 'string' } }, noop), /tool "a" inputSchema must be an object schema/)
   t.throws(() => app.mcp.tool({ name: 'a', outputSchema: [] as never }, noop), /tool "a" outputSchema must be an object, got an array/)
   t.throws(() => app.mcp.tool({ name: 'a', inputSchema: { type: 'object', properties: { b: { type: 'nope' } } } }, noop), /tool "a" inputSchema is not a valid JSON Schema/)
+  t.throws(() => app.mcp.tool({ name: 'a', annotations: 'read-only' as never }, noop), /tool "a" annotations must be an object, got "read-only"/)
+  t.throws(() => app.mcp.tool({ name: 'a', annotations: { readOnlyHint: 'yes' as never } }, noop), /tool "a" annotations\.readOnlyHint must be true or false, got "yes"/)
+  t.throws(() => app.mcp.tool({ name: 'a', annotations: { title: 5 as never } }, noop), /tool "a" annotations\.title must be a string, got 5/)
   app.mcp.tool({ name: 'a' }, noop)
   t.throws(() => app.mcp.tool({ name: 'a' }, noop), /tool "a" is already registered/)
+})
+
+t.test('annotations are listed as given, the hints directories ask for included', async (t) => {
+  const annotations = { title: 'Delete a file', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false, vendorHint: 'x' }
+  const app = await build(t, {}, (app) => { app.mcp.tool({ name: 'delete_file', annotations }, () => 'deleted') })
+  const { body } = await call(app, 'tools/list')
+  t.same(body.result.tools[0].annotations, annotations)
 })

@@ -1,0 +1,91 @@
+/**
+ * OAuth scopes per tool, prompt and resource. A caller whose verified token lacks one the item declares gets HTTP 403
+ * with an `insufficient_scope` challenge naming every scope the operation needs, so a host can step the user up and
+ * call again; an anonymous caller gets the 401 challenge with them. Nothing runs. An item without scopes costs nothing.
+ */
+import type { FastifyRequest } from 'fastify'
+import { fail } from '../check.js'
+import type { McpContext } from '../context.js'
+import { ErrorCode, InvalidDefinitionError, McpError } from '../errors.js'
+
+/** The scopes a request's verified token grants; undefined when it carries none. */
+export type ScopesOf = (request: FastifyRequest) => readonly string[] | undefined
+
+// RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ).
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/
+const MAX_SCOPES = 64
+
+/** Checks a definition's `scopes` at registration. */
+export function scopeList (value: unknown, where: string): readonly string[] | undefined {
+  if (value === undefined) return undefined
+  if (!Array.isArray(value) || value.length > MAX_SCOPES) {
+    fail(`${where} scopes`, `an array of at most ${MAX_SCOPES} OAuth scopes`, value, InvalidDefinitionError)
+  }
+  for (const [i, scope] of value.entries()) {
+    if (typeof scope !== 'string' || !SCOPE_TOKEN.test(scope)) {
+      fail(`${where} scopes[${i}]`, 'an OAuth scope token (no spaces, quotes or backslashes)', scope, InvalidDefinitionError)
+    }
+  }
+  return value.length === 0 ? undefined : Object.freeze([...new Set(value as string[])])
+}
+
+/** The default: the token's `scope` (space-separated, RFC 8693) or `scp` (an array, or space-separated). */
+export function tokenScopes (request: FastifyRequest): readonly string[] | undefined {
+  const user = (request as { user?: unknown }).user
+  if (typeof user !== 'object' || user === null) return undefined
+  const { scope, scp } = user as { scope?: unknown, scp?: unknown }
+  const claim = scope ?? scp
+  if (typeof claim === 'string') return claim.split(' ').filter((item) => item !== '')
+  if (Array.isArray(claim)) return claim.filter((item): item is string => typeof item === 'string')
+  return undefined
+}
+
+/** What a caller without a needed scope gets: the challenge, and the error that says which scope is missing. */
+export class ScopeChallenge extends McpError {
+  /** Every scope the operation needs, for the challenge's `scope`. */
+  readonly needed: readonly string[]
+
+  constructor (what: string, needed: readonly string[], missing: readonly string[] | undefined) {
+    super(ErrorCode.InvalidRequest, missing === undefined
+      ? `${what} needs a token with the scope${needed.length === 1 ? '' : 's'} ${needed.join(' ')}: sign in`
+      : `${what} needs the scope${missing.length === 1 ? '' : 's'} ${missing.join(' ')}, which the token does not grant`, {
+      statusCode: missing === undefined ? 401 : 403,
+      data: { requiredScopes: needed, ...(missing === undefined ? {} : { missingScopes: missing }) },
+    })
+    this.needed = needed
+  }
+
+  /** The `WWW-Authenticate` challenge, with `resource_metadata` when the server knows its metadata URL. */
+  header (metadata: string | undefined): string {
+    const parts = this.statusCode === 403 ? ['error="insufficient_scope"'] : []
+    parts.push(`scope="${this.needed.join(' ')}"`)
+    if (metadata !== undefined) parts.push(`resource_metadata="${metadata}"`)
+    return `Bearer ${parts.join(', ')}`
+  }
+}
+
+/** Checks each request against what the item it names needs. */
+export class Scopes {
+  readonly #of: ScopesOf
+
+  constructor (of: ScopesOf | undefined) {
+    this.#of = of ?? tokenScopes
+  }
+
+  /** Throws the challenge when the caller lacks a scope of `needed`; an item without scopes returns at once. */
+  check (needed: readonly string[] | undefined, ctx: McpContext, kind: string, name: string): void {
+    if (needed === undefined) return
+    const what = `${kind} ${name.length > 200 ? `${name.slice(0, 200)}…` : name}`
+    const request = ctx.request
+    if ((request as { user?: unknown }).user == null) throw new ScopeChallenge(what, needed, undefined)
+    let granted
+    try {
+      granted = this.#of(request) ?? []
+    } catch (error) {
+      request.log.error({ err: error }, 'mocapi: the scopes option threw; the caller is taken to hold no scope')
+      granted = []
+    }
+    const missing = needed.filter((scope) => !granted.includes(scope))
+    if (missing.length > 0) throw new ScopeChallenge(what, needed, missing)
+  }
+}
