@@ -31,9 +31,10 @@
  * were set unpinned, which stays the default.
  */
 import autocannon from 'autocannon'
-import { execFileSync, fork, type ChildProcess } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { forkServer, serverCpu, type Server } from './child.js'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -66,26 +67,13 @@ const meta = {
 }
 const body = (call: Call) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call.session === undefined ? { name: call.name, ...call.params, _meta: meta } : { name: call.name, ...call.params } })
 
-interface Server { child: ChildProcess, port: number }
 /** One request of a run: a 2026-07-28 call, or a call in a 2025-era session when `session` is set. */
 interface Call { name: string, params: Record<string, unknown>, session?: string }
 
 async function start (kind: string, port: number, env: Record<string, string> = {}, script = serverScript): Promise<Server> {
-  const child = fork(script, [kind, String(port)], { env: { ...process.env, ...env }, stdio: 'inherit' })
-  await new Promise((resolve, reject) => {
-    child.once('message', resolve)
-    child.once('exit', (code) => reject(new Error(`the ${kind} server exited with ${code}`)))
-  })
-  if (PINNED && !pin(child.pid as number, 1)) throw new Error(`bench setup: taskset could not move the ${kind} server to CPU 1`)
-  return { child, port }
-}
-
-/** The CPU time the server process has used so far, in microseconds. */
-async function serverCpu (server: Server): Promise<number> {
-  const reply = new Promise<{ cpu: NodeJS.CpuUsage }>((resolve) => server.child.once('message', resolve as (m: unknown) => void))
-  server.child.send('cpu')
-  const { cpu } = await reply
-  return cpu.user + cpu.system
+  const server = await forkServer(script, [kind, String(port)], port, env)
+  if (PINNED && !pin(server.child.pid as number, 1)) throw new Error(`bench setup: taskset could not move the ${kind} server to CPU 1`)
+  return server
 }
 
 /** Busy CPU time of the whole machine so far, in microseconds, over all cores. */

@@ -18,6 +18,7 @@ import { FormQuestion } from '../lib/elicitation/questions.js'
 import { fingerprint } from '../lib/mrtr/fingerprint.js'
 import { parseKeys } from '../lib/mrtr/keys.js'
 import { KeyRing } from '../lib/mrtr/seal.js'
+import { serveForParent } from './child.js'
 
 /** The checks of form answers of one registration, for fingerprints. */
 const forms = new FormAnswers(new SchemaCompiler())
@@ -69,12 +70,4 @@ if (kind === 'mocapi') {
   })
 }
 await app.listen({ host: '127.0.0.1', port: Number(portText) })
-// Exit cleanly on a signal, so that `node --cpu-prof` gets to write its profile, and with the
-// benchmark that forked this server, so that none outlives it.
-const stop = (): void => { app.close().then(() => process.exit(0), () => process.exit(1)) }
-process.once('SIGINT', stop)
-process.once('SIGTERM', stop)
-process.once('disconnect', stop)
-// The benchmark asks for the CPU this process used, to tell a busy server from a starved one.
-process.on('message', (message) => { if (message === 'cpu') process.send?.({ cpu: process.cpuUsage() }) })
-process.send?.('ready')
+serveForParent(() => app.close())

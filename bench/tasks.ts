@@ -16,7 +16,7 @@
  */
 import autocannon from 'autocannon'
 import Fastify from 'fastify'
-import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import http from 'node:http'
 import net from 'node:net'
@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url'
 import { createClient } from 'redis'
 import mocapi, { MemoryTaskStore, type StoredTask, type TaskStore } from '../lib/index.js'
 import { RedisTaskStore } from '../lib/redis.js'
+import { forkServer, serveForParent, serverCpu, type Server } from './child.js'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -65,13 +66,8 @@ async function serve (kind: string, port: number): Promise<void> {
     tools(app)
   }
   await app.listen({ host: '127.0.0.1', port })
-  // Exit cleanly on a signal too, so `node --cpu-prof dist/bench/tasks.js server memory 3111` writes its profile.
-  const stop = (): void => { app.close().then(() => process.exit(0), () => process.exit(1)) }
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
-  process.once('disconnect', stop)
-  process.on('message', (message) => { if (message === 'cpu') process.send?.({ cpu: process.cpuUsage() }) })
-  process.send?.('ready')
+  // `node --cpu-prof dist/bench/tasks.js server memory 3111`, then Ctrl-C, writes a profile.
+  serveForParent(() => app.close())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -127,23 +123,8 @@ const call = (port: number, client: string, tasks: boolean, name = 'sum'): Promi
 const get = (port: number, client: string, taskId: string): Promise<any> =>
   post(port, headers('tasks/get', taskId, client), body('tasks/get', { taskId }, true))
 
-interface Server { child: ChildProcess, port: number }
-
-async function start (kind: string, port: number, env: Record<string, string> = {}): Promise<Server> {
-  const child = fork(script, ['server', kind, String(port)], { env: { ...process.env, ...env }, stdio: 'inherit' })
-  await new Promise((resolve, reject) => {
-    child.once('message', resolve)
-    child.once('exit', (code) => reject(new Error(`the ${kind} server exited with ${code}`)))
-  })
-  return { child, port }
-}
-
-async function serverCpu (server: Server): Promise<number> {
-  const reply = new Promise<{ cpu: NodeJS.CpuUsage }>((resolve) => server.child.once('message', resolve as (m: unknown) => void))
-  server.child.send('cpu')
-  const { cpu } = await reply
-  return cpu.user + cpu.system
-}
+const start = (kind: string, port: number, env: Record<string, string> = {}): Promise<Server> =>
+  forkServer(script, ['server', kind, String(port)], port, env)
 
 interface Run { rate: number, server: number }
 

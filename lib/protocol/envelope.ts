@@ -48,7 +48,7 @@ export function readMessage (body: unknown): Message {
 }
 
 /** The params field each targeted method's `Mcp-Name` header must match. */
-const NAME_FIELDS: Readonly<Record<string, 'name' | 'uri' | 'taskId'>> = {
+export const NAME_FIELDS: Readonly<Record<string, 'name' | 'uri' | 'taskId'>> = {
   'tools/call': 'name',
   'prompts/get': 'name',
   'resources/read': 'uri',

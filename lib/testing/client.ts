@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { GetPromptResult } from '../features/prompts.js'
 import type { ResourceContents } from '../features/resources.js'
+import { NAME_FIELDS } from '../protocol/envelope.js'
 import type { CallToolResult, ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
 import { answerFunction, viewOf, type AnswerFunction, type Answers, type InputResponse } from './answers.js'
 import { fail, isObject, resultOf } from './errors.js'
@@ -161,15 +162,6 @@ export interface TestClient<V extends string = typeof PROTOCOL_VERSION> {
    * a 2025 revision, one request of the session: a request the server sends on its stream fails it.
    */
   request (method: string, params?: JsonObject, options?: CallOptions): Promise<JsonObject>
-}
-
-const NAMED: Record<string, string> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-  'tasks/get': 'taskId',
-  'tasks/update': 'taskId',
-  'tasks/cancel': 'taskId',
 }
 
 // What a header carries unchanged: surrounding whitespace would be trimmed, a sentinel-shaped value decoded.
@@ -368,7 +360,7 @@ class Client implements TestClient<string> {
       'mcp-protocol-version': version,
       'mcp-method': method,
     }
-    const name = params[NAMED[method]]
+    const name = params[NAME_FIELDS[method]]
     if (typeof name === 'string') headers['mcp-name'] = headerValue(name)
     const meta = {
       'io.modelcontextprotocol/protocolVersion': version,
