@@ -1,8 +1,8 @@
 import { createClient } from 'redis'
-import { fail, isPlainObject, nonEmptyString, optionalFunction, optionalString, positiveInteger } from '../check.js'
+import { fail, nonEmptyString, optionalFunction, optionalString, positiveInteger } from '../check.js'
 import { InvalidOptionError } from '../errors.js'
 import type { BusEvent, NotificationBus } from './bus.js'
-import { LOGGING_LEVELS } from '../protocol/wire.js'
+import { LOGGING_LEVELS, jsonObject } from '../protocol/wire.js'
 
 /** The part of a node-redis (v5 or v6) client that the Redis bus uses. */
 export interface RedisConnection {
@@ -39,13 +39,8 @@ const LIST_KINDS = new Set(['tools', 'prompts', 'resources'])
 
 /** A fresh object of the event's known fields only; `undefined` when the message is none. */
 function parseEvent (message: string): BusEvent | undefined {
-  let value: unknown
-  try {
-    value = JSON.parse(message)
-  } catch {
-    return undefined
-  }
-  if (!isPlainObject(value)) return undefined
+  const value = jsonObject(message)
+  if (value === undefined) return undefined
   const { kind, uri, session, op, level, requestId, from, id, node } = value
   if (typeof kind !== 'string') return undefined
   if (kind === 'task') return typeof id === 'string' && typeof node === 'string' ? { kind, id, node } : undefined

@@ -120,6 +120,17 @@ export function deepFreeze<T> (value: T): T {
   return value
 }
 
+/** The object a JSON text holds; undefined when it is not JSON, or not an object. */
+export function jsonObject (text: string): JsonObject | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  return isPlainObject(value) ? value : undefined
+}
+
 /** Sets an own enumerable property of any name, `__proto__` included, which assignment would take for the prototype. */
 export function setOwn (target: JsonObject, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })

@@ -2,7 +2,7 @@
 import { createHmac } from 'node:crypto'
 import type { LedgerEntry } from '../mrtr/codec.js'
 import { Sealer, type KeyRing } from '../mrtr/seal.js'
-import type { InputRequest, JsonObject, RequestId } from '../protocol/wire.js'
+import { deepFreeze, type InputRequest, type JsonObject, type RequestId } from '../protocol/wire.js'
 import type { StoredTask } from './store.js'
 
 /** The purpose byte of sealed tasks: neither a requestState nor a session id opens as one. */
@@ -47,15 +47,6 @@ export interface Task {
 const OPENED = 256
 const OPENED_LENGTH = 16_384
 
-/** Freezes a parsed JSON value, all the way down. */
-function frozen<T> (value: T): T {
-  if (typeof value === 'object' && value !== null) {
-    for (const child of Object.values(value)) frozen(child)
-    Object.freeze(value)
-  }
-  return value
-}
-
 /**
  * Seals task states under the registration's key ring, and digests callers into store owners. The states of the
  * sealed strings it opened last are kept, frozen: a task polled again opens without decrypting
@@ -99,7 +90,7 @@ export class TaskSealer {
   }
 
   #keep (sealed: string, json: string): TaskState {
-    const state = frozen(JSON.parse(json) as TaskState)
+    const state = deepFreeze(JSON.parse(json) as TaskState)
     if (sealed.length <= OPENED_LENGTH) {
       if (this.#opened.size >= OPENED) this.#opened.delete(this.#opened.keys().next().value as string)
       this.#opened.set(sealed, state)

@@ -1,5 +1,6 @@
 import { redisConnection } from '../bus/redis.js'
-import { isPlainObject, nonEmptyString, optionalFunction } from '../check.js'
+import { nonEmptyString, optionalFunction } from '../check.js'
+import { jsonObject } from '../protocol/wire.js'
 import type { StoredTask, TaskStatus, TaskStore } from './store.js'
 
 /** The part of a node-redis (v5 or v6) client that the task store uses. */
@@ -46,13 +47,8 @@ const STATUSES: ReadonlySet<unknown> = new Set<TaskStatus>(['working', 'input_re
 
 /** A stored task read back, or undefined when it is not one. */
 function parseTask (json: string): StoredTask | undefined {
-  let value: unknown
-  try {
-    value = JSON.parse(json)
-  } catch {
-    return undefined
-  }
-  if (!isPlainObject(value)) return undefined
+  const value = jsonObject(json)
+  if (value === undefined) return undefined
   const { id, version, status, createdAt, updatedAt, expiresAt, leaseUntil, owner, sealed } = value
   if (typeof id !== 'string' || typeof owner !== 'string' || typeof sealed !== 'string' || !STATUSES.has(status)) return undefined
   if (![version, createdAt, updatedAt, expiresAt].every(Number.isSafeInteger)) return undefined
