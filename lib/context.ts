@@ -3,6 +3,7 @@ import type { ElicitAnswer } from './elicitation/answers.js'
 import { FormQuestion, ROOTS_QUESTION, SamplingQuestion, UrlQuestion, type Question } from './elicitation/questions.js'
 import type { RequestedSchemaBuilder } from './elicitation/schema.js'
 import { InvalidArgumentError } from './errors.js'
+import { UI_EXTENSION, showsViews } from './features/views.js'
 import type { LedgerEntry } from './mrtr/codec.js'
 import type { Delivery } from './mrtr/engine.js'
 import {
@@ -208,6 +209,21 @@ export class McpContext {
   /** The capabilities the client declared: on this request (2026-07-28), or when its session began (2025). */
   get clientCapabilities (): ClientCapabilities {
     return this[kCallState].client.capabilities
+  }
+
+  /**
+   * Whether the client declared a capability (`'elicitation'`, `'sampling'`, `'roots'`) or an extension
+   * (`'io.modelcontextprotocol/ui'`, …) under `capabilities.extensions`: on this request (2026-07-28), or when its
+   * session began (2025; a session keeps the core capabilities and the views extension only). For the MCP Apps
+   * extension, only with the view mime type among its `mimeTypes`, so true means a host that renders the view of the
+   * tool being called. Elicitation the operator turned off (`elicitation.disable`) reads as not declared.
+   */
+  clientSupports (name: string): boolean {
+    const capabilities = this[kCallState].client.capabilities
+    if (name === UI_EXTENSION) return showsViews(capabilities)
+    const extensions = capabilities.extensions
+    if (name.includes('/')) return isPlainObject(extensions) && Object.hasOwn(extensions, name) && isPlainObject(extensions[name])
+    return Object.hasOwn(capabilities, name) && isPlainObject(capabilities[name])
   }
 
   /** The client's name and version, when it sent them. */

@@ -10,6 +10,7 @@ import { BusLink } from './bus/attach.js'
 import { InProcessBus } from './bus/bus.js'
 import { Subscriptions, type ChangeEvent } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
+import { Views } from './features/views.js'
 import { SchemaCompiler } from './json-schema.js'
 import { ACK_TIMEOUT_MS, Exchange } from './legacy/exchange.js'
 import { SessionHub } from './legacy/hub.js'
@@ -82,12 +83,13 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     announce: (id) => { bus.publish({ kind: 'task', id, node: exchange.node }) },
   })
   const scopes = new Scopes(options.scopes)
-  const tools = new Tools(engine, compiler, failures, tasks, scopes)
+  const views = new Views()
+  const tools = new Tools(engine, compiler, failures, tasks, scopes, views)
   const prompts = new Prompts(engine, compiler, failures, scopes)
   const resources = new Resources(engine, {
     cache: options.cache.resources,
     maxUriLength: options.limits.uriLength,
-  }, failures, scopes)
+  }, failures, scopes, views)
   const taskView = (id: string, principal: string | null) => tasks.view(id, principal)
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, taskView)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
@@ -112,7 +114,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     if (live) bus.publish(event)
   }
 
-  const features = { tools, prompts, resources, subscriptions, failures, tasks }
+  const features = { tools, prompts, resources, subscriptions, failures, tasks, views }
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections())

@@ -8,6 +8,7 @@ import type { Prompts } from './features/prompts.js'
 import type { Resources } from './features/resources.js'
 import type { Subscriptions } from './features/subscriptions.js'
 import type { Tools } from './features/tools.js'
+import type { Views } from './features/views.js'
 import type { Tasks } from './tasks/tasks.js'
 import { McpError, internalError, invalidParams } from './errors.js'
 import type { ResolvedOptions } from './options.js'
@@ -21,17 +22,19 @@ export interface Features {
   subscriptions: Subscriptions
   failures: Failures
   tasks: Tasks
+  views: Views
 }
 
 /** Getters, so the one object stays current as items come and go. */
 export function registered (features: Features): Registered {
-  const { tools, prompts, resources } = features
+  const { tools, prompts, resources, views } = features
   return {
     get tools () { return tools.size },
     get prompts () { return prompts.size },
     get resources () { return resources.size },
     get templates () { return resources.templateCount },
     get taskTools () { return tools.taskCapable },
+    get views () { return views.size },
   }
 }
 

@@ -1,6 +1,7 @@
 import type { ResolvedOptions } from '../options.js'
 import type { JsonObject } from '../protocol/wire.js'
 import { TASKS_EXTENSION } from '../tasks/tasks.js'
+import { UI_EXTENSION, VIEW_MIME_TYPE } from './views.js'
 
 export interface Registered {
   readonly tools: number
@@ -9,7 +10,15 @@ export interface Registered {
   readonly templates: number
   /** Task-capable tools. */
   readonly taskTools: number
+  /** Views (the MCP Apps extension). */
+  readonly views: number
 }
+
+/** Each extension mocapi serves, and its settings while something registered needs it. */
+const EXTENSIONS: ReadonlyArray<[string, (registered: Registered) => JsonObject | undefined]> = [
+  [TASKS_EXTENSION, (registered) => registered.taskTools > 0 ? {} : undefined],
+  [UI_EXTENSION, (registered) => registered.views > 0 ? { mimeTypes: [VIEW_MIME_TYPE] } : undefined],
+]
 
 /** What the server advertises, derived from what is registered now. */
 export function capabilities (registered: Registered): JsonObject {
@@ -19,7 +28,12 @@ export function capabilities (registered: Registered): JsonObject {
   if (registered.prompts > 0) caps.prompts = { listChanged: true }
   if (registered.resources > 0) caps.resources = { listChanged: true, subscribe: true }
   if (registered.prompts > 0 || registered.templates > 0) caps.completions = {}
-  if (registered.taskTools > 0) caps.extensions = { [TASKS_EXTENSION]: {} }
+  const extensions: JsonObject = {}
+  for (const [name, settings] of EXTENSIONS) {
+    const declared = settings(registered)
+    if (declared !== undefined) extensions[name] = declared
+  }
+  if (Object.keys(extensions).length > 0) caps.extensions = extensions
   return caps
 }
 

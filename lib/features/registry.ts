@@ -1,6 +1,7 @@
 import type { PromptDefinition, PromptHandler, Prompts } from './prompts.js'
 import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './resources.js'
 import type { ChangeEvent } from './subscriptions.js'
+import type { ViewDefinition } from './views.js'
 import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent, Tools, TypedBySchema } from './tools.js'
 
 /** `tool`'s `Args` when it is neither given nor taken from the handler's annotation. */
@@ -83,7 +84,20 @@ export class McpRegistry {
     return this
   }
 
-  /** Removes a resource; true when it was registered. */
+  /**
+   * Registers a view (the MCP Apps extension, `io.modelcontextprotocol/ui`): a `ui://` resource of HTML that hosts
+   * which show views render in a sandboxed iframe, for the tools that link it with their `ui` option. Served as
+   * `text/html;profile=mcp-app` with `_meta.ui` built from `csp`, `permissions`, `domain` and `prefersBorder`.
+   * The HTML is untrusted in the host's sandbox: it reaches only the origins `csp` declares, and calls this server's
+   * tools only through the host, as the user, checked as any call is.
+   */
+  uiResource (definition: ViewDefinition): this {
+    this.#resources.addView(definition)
+    this.#announce({ kind: 'resources' })
+    return this
+  }
+
+  /** Removes a resource or a view; true when it was registered. A view some tool links cannot be removed. */
   removeResource (uri: string): boolean {
     return this.#changed('resources', this.#resources.remove(uri))
   }

@@ -8,6 +8,7 @@ import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry
 import type { Failures } from './failures.js'
 import { scopeList, type Scopes } from './scopes.js'
 import { UriTemplate } from './uri-template.js'
+import { viewResource, type ViewDefinition, type Views } from './views.js'
 
 /** A resource's definition, as `resources/list` shows it. */
 export interface ResourceDefinition {
@@ -101,9 +102,11 @@ export class Resources {
   readonly #settings: ResourceSettings
   readonly #failures: Failures
   readonly #scopes: Scopes
+  readonly #views: Views
 
-  constructor (engine: ReplayEngine, settings: ResourceSettings, failures: Failures, scopes: Scopes) {
+  constructor (engine: ReplayEngine, settings: ResourceSettings, failures: Failures, scopes: Scopes, views: Views) {
     this.#scopes = scopes
+    this.#views = views
     this.#engine = engine
     this.#settings = settings
     this.#failures = failures
@@ -125,6 +128,21 @@ export class Resources {
 
   add (definition: ResourceDefinition, handler: ResourceHandler): void {
     plainObject(definition, 'a resource definition', InvalidDefinitionError)
+    if (typeof definition.uri === 'string' && definition.uri.startsWith('ui://')) {
+      throw new InvalidDefinitionError(`resource "${definition.uri}": ui:// resources are views, registered with app.mcp.uiResource`)
+    }
+    this.#add(definition, handler, false)
+  }
+
+  /** A view (the MCP Apps extension): a ui:// resource of HTML, with the extension's `_meta.ui`. */
+  addView (definition: ViewDefinition): void {
+    const view = viewResource(definition)
+    this.#add(view.definition, view.handler, view.varies)
+    this.#views.add(view.definition.uri)
+  }
+
+  /** `varies`: what it serves depends on the request, so its reads are `private` unless its `cache` says otherwise. */
+  #add (definition: ResourceDefinition, handler: ResourceHandler, varies: boolean): void {
     const { uri, name } = definition
     if (typeof uri !== 'string' || !URL.canParse(uri) || uri.length > this.#settings.maxUriLength) {
       throw new InvalidDefinitionError(`resource uri must be an absolute URI of at most ${this.#settings.maxUriLength} characters, got ${JSON.stringify(uri)}`)
@@ -134,13 +152,16 @@ export class Resources {
     this.#resources.checkNew(uri, where, definition as unknown as Record<string, unknown>, RESOURCE_FIELDS, handler)
     const canAccess = accessCheck(definition.canAccess, where)
     const scopes = scopeList(definition.scopes, where)
+    const cache = varies && definition.cache === undefined
+      ? { ttlMs: this.#settings.cache.ttlMs, cacheScope: 'private' as const }
+      : this.#cacheOf(definition.cache, where, canAccess !== undefined)
     this.#resources.put(uri, {
       listed: listedForm(definition),
       canAccess,
       scopes,
       handler,
       mimeType: definition.mimeType,
-      cache: this.#cacheOf(definition.cache, where, canAccess !== undefined),
+      cache,
     })
   }
 
@@ -179,7 +200,10 @@ export class Resources {
     this.#templates.scopesInto(into)
   }
 
+  /** Fails for a view while a tool links it. */
   remove (uri: string): boolean {
+    this.#views.checkRemovable(uri)
+    this.#views.delete(uri)
     return this.#resources.remove(uri) !== undefined
   }
 

@@ -10,6 +10,7 @@ import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from '
 import type { Failures } from './failures.js'
 import { ParamHeaders } from './param-headers.js'
 import { scopeList, type Scopes } from './scopes.js'
+import { showsViews, type ToolUi, type Views } from './views.js'
 
 /**
  * What `tools/list` tells clients about a tool. A schema is a JSON Schema object: a literal (whose
@@ -54,6 +55,11 @@ export interface ToolDefinition {
   task?: ToolTaskOptions
   /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
   scopes?: string[]
+  /**
+   * Its view (the MCP Apps extension): a host that shows views renders the tool's results with the view registered
+   * at `resourceUri`; `visibility: ['app']` keeps it for views. Listed as `_meta.ui`. See {@link ToolUi}.
+   */
+  ui?: ToolUi
 }
 
 /** A result whose `structuredContent` is the tool's structured output. */
@@ -135,6 +141,8 @@ interface Tool extends Entry<ToolDefinition> {
   validateOutput: Validator | undefined
   paramHeaders: ParamHeaders | undefined
   task: ToolTask | undefined
+  /** The view it links, if any. */
+  view: string | undefined
 }
 
 // The spec recommends [A-Za-z0-9_.-]; mocapi only refuses what no header or list can carry.
@@ -152,7 +160,7 @@ function checkAnnotations (annotations: unknown, where: string): void {
   if (object.title !== undefined && typeof object.title !== 'string') fail(`${where} annotations.title`, 'a string', object.title, InvalidDefinitionError)
 }
 
-const KNOWN_FIELDS = new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'canAccess', 'task', 'scopes'])
+const KNOWN_FIELDS = new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'canAccess', 'task', 'scopes', 'ui'])
 
 function errorResult (text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true }
@@ -168,12 +176,22 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
   readonly #failures: Failures
   readonly #tasks: Tasks
   #taskCapable = 0
-
   readonly #scopes: Scopes
+  readonly #views: Views
+  /** Listed forms of the tools only views call, left out for clients that show no views. */
+  readonly #appOnly = new Set<ToolDefinition>()
 
-  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures, tasks: Tasks, scopes: Scopes) {
+  constructor (
+    engine: ReplayEngine,
+    compiler: SchemaCompiler,
+    failures: Failures,
+    tasks: Tasks,
+    scopes: Scopes,
+    views: Views
+  ) {
     super()
     this.#scopes = scopes
+    this.#views = views
     this.#engine = engine
     this.#compiler = compiler
     this.#failures = failures
@@ -202,6 +220,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     const canAccess = accessCheck(definition.canAccess, where)
     checkAnnotations(definition.annotations, where)
     const scopes = scopeList(definition.scopes, where)
+    const ui = this.#views.toolUi(definition.ui, definition._meta, where)
     const task = toolTask(definition.task, where, handler)
     const paramHeaders = ParamHeaders.compile(inputSchema, where)
     const validateInput = this.#compiler.compile(inputSchema, `${where} inputSchema`)
@@ -212,8 +231,12 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
       this.#compiler.release(inputSchema)
       throw error
     }
+    const { ui: _ui, ...described } = definition
+    const listed = listedForm(ui.meta === undefined
+      ? { ...described, inputSchema }
+      : { ...described, inputSchema, _meta: ui.meta })
     this.put(name, {
-      listed: listedForm({ ...definition, inputSchema }),
+      listed,
       canAccess,
       handler: handler as ToolHandler,
       label: `tool ${name}`,
@@ -224,8 +247,11 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
       paramHeaders,
       task,
       scopes,
+      view: ui.resourceUri,
     })
     if (task !== undefined) this.#taskCapable++
+    if (ui.resourceUri !== undefined) this.#views.link(ui.resourceUri, name)
+    if (ui.appOnly) this.#appOnly.add(listed)
   }
 
   delete (name: string): boolean {
@@ -234,7 +260,16 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     this.#compiler.release(tool.inputSchema)
     if (tool.outputSchema !== undefined) this.#compiler.release(tool.outputSchema)
     if (tool.task !== undefined) this.#taskCapable--
+    if (tool.view !== undefined) this.#views.unlink(tool.view, name)
+    this.#appOnly.delete(tool.listed)
     return true
+  }
+
+  /** What `tools/list` shows the caller: tools only views call are left out for a client that shows no views. */
+  override async visible (ctx: McpContext): Promise<ToolDefinition[]> {
+    const shown = await super.visible(ctx)
+    if (this.#appOnly.size === 0 || showsViews(ctx.clientCapabilities)) return shown
+    return shown.filter((listed) => !this.#appOnly.has(listed))
   }
 
   /** `tools/call`; a task-capable tool called by a client with the tasks extension becomes a task. */

@@ -8,6 +8,7 @@ import { deepFreeze, isPlainObject } from '../protocol/wire.js'
 import type { Principal } from '../context.js'
 import { invalidParams, invalidRequest } from '../errors.js'
 import { Sealer, type KeyRing } from '../mrtr/seal.js'
+import { UI_EXTENSION, VIEW_MIME_TYPE, showsViews } from '../features/views.js'
 
 /** The purpose byte of session ids: a requestState token never opens as one, nor the reverse. */
 const SESSION_PURPOSE = 3
@@ -45,7 +46,10 @@ function flag (value: unknown): object | undefined {
   return isPlainObject(value) ? {} : undefined
 }
 
-/** Only the capabilities mocapi reads: a client's may be any size, but the session id must fit in a header. */
+/**
+ * Only the capabilities mocapi reads: a client's may be any size, but the session id must fit in a header. Of the
+ * extensions, the one a 2025-era session can use: views, kept as the mime type mocapi serves.
+ */
 export function reduceCapabilities (value: unknown): ClientCapabilities {
   const caps: ClientCapabilities = {}
   if (!isPlainObject(value)) return caps
@@ -61,6 +65,7 @@ export function reduceCapabilities (value: unknown): ClientCapabilities {
     caps.sampling = { ...(tools && { tools }), ...(context && { context }) }
   }
   if (isPlainObject(roots)) caps.roots = roots.listChanged === true ? { listChanged: true } : {}
+  if (showsViews(value)) caps.extensions = { [UI_EXTENSION]: { mimeTypes: [VIEW_MIME_TYPE] } }
   return caps
 }
 

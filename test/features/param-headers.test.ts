@@ -11,6 +11,7 @@ import type { ReplayEngine } from '../../lib/mrtr/engine.js'
 import { build, call, rpc } from '../helpers.js'
 import type { Tasks } from '../../lib/tasks/tasks.js'
 import { Scopes } from '../../lib/features/scopes.js'
+import { Views } from '../../lib/features/views.js'
 
 /** These tools take no task: nothing runs one. */
 const noTasks = { runWith () {} } as unknown as Tasks
@@ -34,7 +35,7 @@ async function callWith (app: FastifyInstance, args: object, headers: Record<str
 
 function registering (inputSchema: object): () => void {
   return () => {
-    new Tools({} as ReplayEngine, new SchemaCompiler(), new Failures(true), noTasks, new Scopes(undefined)).add({ name: 't', inputSchema: inputSchema as Record<string, unknown> }, () => 'x')
+    new Tools({} as ReplayEngine, new SchemaCompiler(), new Failures(true), noTasks, new Scopes(undefined), new Views()).add({ name: 't', inputSchema: inputSchema as Record<string, unknown> }, () => 'x')
   }
 }
 
@@ -363,7 +364,7 @@ t.test('each round of an interactive call is checked', async (t) => {
 
 t.test('only 2026-07-28 requests are checked: 2025-era clients never send these headers', async (t) => {
   const engine = { run: async (_ctx: unknown, _label: string, run: () => unknown) => ({ complete: await run() }) } as unknown as ReplayEngine
-  const tools = new Tools(engine, new SchemaCompiler(), new Failures(true), noTasks, new Scopes(undefined))
+  const tools = new Tools(engine, new SchemaCompiler(), new Failures(true), noTasks, new Scopes(undefined), new Views())
   tools.add({ name: 't', inputSchema: region }, (args) => `region ${args.region}`)
   const context = (protocolVersion: string) => ({
     params: { name: 't', arguments: { region: 'eu' } }, protocolVersion, request: { headers: {} },

@@ -1,0 +1,267 @@
+/**
+ * Views: the MCP Apps extension (`io.modelcontextprotocol/ui`). A view is a `ui://` resource of HTML that a host
+ * renders in a sandboxed iframe beside a tool's result; a tool links one with its `ui` option. The result stays a
+ * normal result, so a host without the extension shows its text.
+ */
+import { readFileSync } from 'node:fs'
+import { describe, fail, isPlainObject, knownFields, nonEmptyString, plainObject } from '../check.js'
+import type { McpContext } from '../context.js'
+import { InvalidDefinitionError } from '../errors.js'
+import type { ClientCapabilities, JsonObject } from '../protocol/wire.js'
+import type { ResourceDefinition, ResourceHandler } from './resources.js'
+
+/** The extension's identifier, under `capabilities.extensions`. */
+export const UI_EXTENSION = 'io.modelcontextprotocol/ui'
+/** The mime type of a view's HTML. */
+export const VIEW_MIME_TYPE = 'text/html;profile=mcp-app'
+
+/** Origins a view may reach, each for a CSP directive the host builds. Left out: none (the host's strict default). */
+export interface ViewCsp {
+  /** fetch, XHR and WebSocket (`connect-src`). */
+  connectDomains?: string[]
+  /** Scripts, styles, images, fonts and media (`script-src`, `style-src`, `img-src`, `font-src`, `media-src`). */
+  resourceDomains?: string[]
+  /** Nested iframes (`frame-src`); without it, none. */
+  frameDomains?: string[]
+  /** `<base href>` (`base-uri`); without it, the view's own origin. */
+  baseUriDomains?: string[]
+}
+
+/** Browser features a view asks the host for; the host may refuse, so a view detects them before use. */
+export interface ViewPermissions {
+  camera?: Record<string, never>
+  microphone?: Record<string, never>
+  geolocation?: Record<string, never>
+  clipboardWrite?: Record<string, never>
+}
+
+/** The HTML of a view: a document, or a function of the request that returns one (it re-runs on every read). */
+export type ViewHtml = string | ((ctx: McpContext) => string | Promise<string>)
+
+/**
+ * A view's definition for `app.mcp.uiResource`: a `ui://` resource served as `text/html;profile=mcp-app`, with the
+ * extension's `_meta.ui` built from `csp`, `permissions`, `domain` and `prefersBorder`. Give `html` or `file`.
+ */
+export interface ViewDefinition extends Omit<ResourceDefinition, 'mimeType' | 'size'> {
+  /** `ui://…`. */
+  uri: string
+  /** The HTML document, or a function of the request returning it; a function makes the read `private`. */
+  html?: ViewHtml
+  /** A path or file URL of the HTML document, read once, at registration. */
+  file?: string | URL
+  /** The origins the view may reach; none by default. */
+  csp?: ViewCsp
+  permissions?: ViewPermissions
+  /** A dedicated sandbox origin, in the form the host documents (such as `<hash>.claudemcpcontent.com`). */
+  domain?: string
+  /** Whether the host should draw a border and background around the view; left out, the host decides. */
+  prefersBorder?: boolean
+}
+
+/** Who may call a tool: `model` (the agent) and `app` (a view of this server). */
+export type ToolVisibility = 'model' | 'app'
+
+/** A tool's link to its view, listed as `_meta.ui`. */
+export interface ToolUi {
+  /** The `ui://` URI of a view registered with `app.mcp.uiResource`, which renders the tool's results. */
+  resourceUri?: string
+  /** Default both. `['app']`: only views call it, and it is left out of the list a host gives the model. */
+  visibility?: ToolVisibility[]
+}
+
+const VIEW_FIELDS = new Set(['uri', 'name', 'title', 'description', 'annotations', 'icons', '_meta', 'cache',
+  'canAccess', 'scopes', 'html', 'file', 'csp', 'permissions', 'domain', 'prefersBorder'])
+const CSP_FIELDS = ['connectDomains', 'resourceDomains', 'frameDomains', 'baseUriDomains'] as const
+const PERMISSIONS = new Set(['camera', 'microphone', 'geolocation', 'clipboardWrite'])
+const UI_FIELDS = new Set(['resourceUri', 'visibility'])
+const VISIBILITIES: readonly string[] = ['model', 'app']
+/** Where CSP source lists end up, only a scheme, a host (`*.` allowed first), a port: no path, quote or space. */
+const ORIGIN = /^(?:https?|wss?):\/\/(?:\*\.)?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]{2,45}\])(?::(?:\d{1,5}|\*))?$/i
+const DOMAIN = /^(?:https:\/\/)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/i
+
+function origins (value: unknown, name: string): string[] {
+  if (!Array.isArray(value)) fail(name, 'an array of origins', value, InvalidDefinitionError)
+  value.forEach((item, i) => {
+    const port = typeof item === 'string' ? /:(\d+)$/.exec(item)?.[1] : undefined
+    if (typeof item !== 'string' || item.length > 300 || !ORIGIN.test(item) || (port !== undefined && !(Number(port) >= 1 && Number(port) <= 65535))) {
+      fail(`${name}[${i}]`, 'an origin such as https://api.example.com or https://*.example.com (a scheme, a host, an optional port; no path)', item, InvalidDefinitionError)
+    }
+  })
+  return [...value as string[]]
+}
+
+/** `_meta.ui` of a view, from its definition, checked. */
+function viewMeta (definition: ViewDefinition, where: string): JsonObject {
+  const ui: JsonObject = {}
+  if (definition.csp !== undefined) {
+    const csp = plainObject(definition.csp, `${where} csp`, InvalidDefinitionError)
+    knownFields(csp, new Set(CSP_FIELDS), `${where} csp`, InvalidDefinitionError)
+    const checked: JsonObject = {}
+    for (const field of CSP_FIELDS) {
+      if (csp[field] !== undefined) checked[field] = origins(csp[field], `${where} csp.${field}`)
+    }
+    ui.csp = checked
+  }
+  if (definition.permissions !== undefined) {
+    const permissions = plainObject(definition.permissions, `${where} permissions`, InvalidDefinitionError)
+    knownFields(permissions, PERMISSIONS, `${where} permissions`, InvalidDefinitionError)
+    const checked: JsonObject = {}
+    for (const [name, value] of Object.entries(permissions)) {
+      if (!isPlainObject(value) || Object.keys(value).length > 0) fail(`${where} permissions.${name}`, '{}', value, InvalidDefinitionError)
+      checked[name] = {}
+    }
+    ui.permissions = checked
+  }
+  if (definition.domain !== undefined) {
+    if (typeof definition.domain !== 'string' || definition.domain.length > 261 || !DOMAIN.test(definition.domain)) {
+      fail(`${where} domain`, 'a host name such as abc123.example-content.com (or an https:// origin), as the host documents it', definition.domain, InvalidDefinitionError)
+    }
+    ui.domain = definition.domain
+  }
+  if (definition.prefersBorder !== undefined) {
+    if (typeof definition.prefersBorder !== 'boolean') fail(`${where} prefersBorder`, 'true or false', definition.prefersBorder, InvalidDefinitionError)
+    ui.prefersBorder = definition.prefersBorder
+  }
+  return ui
+}
+
+/** What `Resources` registers for a view: its listed definition and a handler that serves the HTML. */
+export interface ViewResource {
+  definition: ResourceDefinition
+  handler: ResourceHandler
+  /** The HTML depends on the request. */
+  varies: boolean
+}
+
+/** Checks a view's definition at registration and turns it into a resource. */
+export function viewResource (definition: ViewDefinition): ViewResource {
+  plainObject(definition, 'a view definition', InvalidDefinitionError)
+  const { uri } = definition
+  if (typeof uri !== 'string' || !uri.startsWith('ui://') || uri.length <= 'ui://'.length || !URL.canParse(uri)) {
+    fail('view uri', 'a ui:// URI such as ui://booking/card', uri, InvalidDefinitionError)
+  }
+  const where = `view "${uri}"`
+  knownFields(definition as unknown as Record<string, unknown>, VIEW_FIELDS, where, InvalidDefinitionError)
+  nonEmptyString(definition.name, `${where} name`, InvalidDefinitionError)
+  if (definition._meta !== undefined && 'ui' in plainObject(definition._meta, `${where} _meta`, InvalidDefinitionError)) {
+    throw new InvalidDefinitionError(`${where} _meta.ui is built by mocapi: set csp, permissions, domain and prefersBorder instead`)
+  }
+  const ui = viewMeta(definition, where)
+  const meta: JsonObject | undefined = Object.keys(ui).length === 0 ? definition._meta : { ...definition._meta, ui }
+  const { html, file, csp, permissions, domain, prefersBorder, ...rest } = definition
+  const listed: ResourceDefinition = { ...rest, mimeType: VIEW_MIME_TYPE }
+  if (meta !== undefined) listed._meta = meta
+  const contents = (text: string) => meta === undefined ? { text } : { text, _meta: meta }
+
+  if ((html === undefined) === (file === undefined)) {
+    throw new InvalidDefinitionError(`${where} needs html (a string, or a function of the request) or file (a path), exactly one`)
+  }
+  if (typeof html === 'function') {
+    const handler: ResourceHandler = async (_uri, ctx) => {
+      const text = await html(ctx)
+      if (typeof text !== 'string' || text === '') throw new TypeError(`the html function of ${where} returned ${describe(text)}, not an HTML document`)
+      return contents(text)
+    }
+    return { definition: listed, handler, varies: true }
+  }
+  let text: unknown = html
+  if (file !== undefined) {
+    if (typeof file !== 'string' && !(file instanceof URL)) fail(`${where} file`, 'a path or a file: URL', file, InvalidDefinitionError)
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch (error) {
+      throw new InvalidDefinitionError(`${where} file ${String(file)} could not be read: ${(error as Error).message}`)
+    }
+  }
+  if (typeof text !== 'string' || text.trim() === '') {
+    fail(`${where} ${file === undefined ? 'html' : `file ${String(file)}`}`, 'an HTML document (or, for html, a function returning one)', text, InvalidDefinitionError)
+  }
+  const served = contents(text)
+  return { definition: listed, handler: () => served, varies: false }
+}
+
+/**
+ * Whether a client shows views: it declared the extension, with the view mime type among its `mimeTypes`.
+ * Bounded by what a request can carry: one lookup and one scan of a list the body holds.
+ */
+export function showsViews (capabilities: ClientCapabilities): boolean {
+  const extensions = capabilities.extensions
+  if (!isPlainObject(extensions)) return false
+  const settings = extensions[UI_EXTENSION]
+  return isPlainObject(settings) && Array.isArray(settings.mimeTypes) && settings.mimeTypes.includes(VIEW_MIME_TYPE)
+}
+
+/** The views a registration has, and which tools link each, so a linked view cannot be removed from under a tool. */
+export class Views {
+  readonly #links = new Map<string, Set<string>>()
+
+  get size (): number {
+    return this.#links.size
+  }
+
+  has (uri: string): boolean {
+    return this.#links.has(uri)
+  }
+
+  add (uri: string): void {
+    this.#links.set(uri, new Set())
+  }
+
+  /** Fails while a tool links the view. */
+  checkRemovable (uri: string): void {
+    const tools = this.#links.get(uri)
+    if (tools !== undefined && tools.size > 0) {
+      throw new InvalidDefinitionError(`view "${uri}" is the view of ${[...tools].map((tool) => `tool "${tool}"`).join(', ')}: remove or re-register those first`)
+    }
+  }
+
+  delete (uri: string): void {
+    this.#links.delete(uri)
+  }
+
+  /**
+   * Checks a tool's `ui` at registration and returns its listed `_meta` (with `ui`, and the older flat
+   * `ui/resourceUri` that hosts from before the extension's release read) and whether only views may call it.
+   */
+  toolUi (
+    value: unknown,
+    meta: JsonObject | undefined,
+    where: string
+  ): { meta: JsonObject | undefined, resourceUri: string | undefined, appOnly: boolean } {
+    if (meta !== undefined && ('ui' in meta || 'ui/resourceUri' in meta)) {
+      throw new InvalidDefinitionError(`${where} _meta.ui is built by mocapi: link a view with the tool's ui option`)
+    }
+    if (value === undefined) return { meta, resourceUri: undefined, appOnly: false }
+    const ui = plainObject(value, `${where} ui`, InvalidDefinitionError)
+    knownFields(ui, UI_FIELDS, `${where} ui`, InvalidDefinitionError)
+    const { resourceUri, visibility } = ui
+    if (resourceUri === undefined && visibility === undefined) {
+      throw new InvalidDefinitionError(`${where} ui needs resourceUri (a view registered with app.mcp.uiResource) or visibility`)
+    }
+    if (resourceUri !== undefined && (typeof resourceUri !== 'string' || !this.#links.has(resourceUri))) {
+      fail(`${where} ui.resourceUri`, 'the ui:// URI of a view registered with app.mcp.uiResource (register the view first)', resourceUri, InvalidDefinitionError)
+    }
+    if (visibility !== undefined && (!Array.isArray(visibility) || visibility.length === 0 || visibility.length > 2 ||
+      !visibility.every((item) => VISIBILITIES.includes(item)) || new Set(visibility).size !== visibility.length)) {
+      fail(`${where} ui.visibility`, "['model'], ['app'] or ['model', 'app']", visibility, InvalidDefinitionError)
+    }
+    const listed: JsonObject = {}
+    if (resourceUri !== undefined) listed.resourceUri = resourceUri
+    if (visibility !== undefined) listed.visibility = [...visibility]
+    const withUi: JsonObject = { ...meta, ui: listed }
+    if (resourceUri !== undefined) withUi['ui/resourceUri'] = resourceUri
+    return {
+      meta: withUi,
+      resourceUri: resourceUri as string | undefined,
+      appOnly: visibility !== undefined && !visibility.includes('model'),
+    }
+  }
+
+  link (uri: string, tool: string): void {
+    this.#links.get(uri)?.add(tool)
+  }
+
+  unlink (uri: string, tool: string): void {
+    this.#links.get(uri)?.delete(tool)
+  }
+}
