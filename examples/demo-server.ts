@@ -4,6 +4,7 @@
  */
 import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
+import { bookingCard } from './booking-card.js'
 
 // Server timeouts a production app sets: a client that sends its body slowly, or never finishes
 // its headers, is cut off instead of holding a connection. Event streams (progress, listen) are
@@ -18,7 +19,7 @@ const app = Fastify({
 
 await app.register(mocapi, {
   serverInfo: { name: 'mocapi-demo', version: '1.0.0' },
-  instructions: 'A travel desk: check the weather, convert currency, and book flights (which asks the traveller to confirm).',
+  instructions: 'A travel desk: check the weather, convert currency, and book flights (which asks the traveller to confirm, and shows the booking as a card in hosts that show views).',
 })
 
 app.mcp.tool({
@@ -50,26 +51,49 @@ app.mcp.tool({
   return `${args.amount} ${args.from} = ${(args.amount / perEuro[args.from] * perEuro[args.to]).toFixed(2)} ${args.to}`
 })
 
+// A view (MCP Apps): hosts that show views render book_flight's result as this card, in a sandbox that lets it
+// reach nothing (no csp origins). Hosts without the extension show the result's text.
+app.mcp.uiResource({ uri: 'ui://demo/booking-card', name: 'Booking card', description: 'A booking, as a card', html: bookingCard, prefersBorder: true })
+
 app.mcp.tool({
   name: 'book_flight',
   description: 'Books a flight after asking the traveller to confirm, then for a seat preference',
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   inputSchema: { type: 'object', properties: { to: { type: 'string', minLength: 1 } }, required: ['to'], additionalProperties: false },
+  ui: { resourceUri: 'ui://demo/booking-card' },
 }, async (args: { to: string }, ctx) => {
   // Everything above the last elicit() re-runs on each round: keep it free of side effects.
   // Each field has a title and a default, so a host's form can be sent as it first shows.
   const trip = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema()
     .boolean('confirm', { title: 'Confirm the booking', default: false })
     .choose('cabin', [{ value: 'economy', title: 'Economy' }, { value: 'business', title: 'Business' }], { title: 'Cabin', default: 'economy' }))
-  if (trip.action !== 'accept' || !trip.content.confirm) return 'Nothing booked'
+  const nothing = (text: string) => ({ content: [{ type: 'text' as const, text }], structuredContent: { booked: false } })
+  if (trip.action !== 'accept' || !trip.content.confirm) return nothing('Nothing booked')
   const seat = await ctx.elicit('Any seat preference?', requestedSchema()
     .choose('seat', ['window', 'aisle', 'middle'], { title: 'Seat' })
     .string('note', { title: 'Note for the crew', maxLength: 200, optional: true }))
   // Declining the seat question books without a preference; cancelling it (dismissing the whole thing) books nothing.
-  if (seat.action === 'cancel') return 'Nothing booked (cancelled)'
-  const where = seat.action === 'accept' ? `, ${seat.content.seat} seat` : ''
+  if (seat.action === 'cancel') return nothing('Nothing booked (cancelled)')
+  const chosen = seat.action === 'accept' ? seat.content.seat : undefined
   // The side effect belongs here, after the last elicit().
-  return `Booked ${trip.content.cabin} to ${args.to}${where}`
+  // Text first, for the model and for hosts without views; the card renders structuredContent.
+  return {
+    content: [{ type: 'text' as const, text: `Booked ${trip.content.cabin} to ${args.to}${chosen === undefined ? '' : `, ${chosen} seat`}` }],
+    structuredContent: { booked: true, to: args.to, cabin: trip.content.cabin, ...(chosen === undefined ? {} : { seat: chosen }) },
+  }
+})
+
+// Only the card calls this (visibility: ['app']): hosts keep it from the model, and mocapi leaves it out of the
+// tool list of a client that shows no views.
+app.mcp.tool({
+  name: 'flight_status',
+  description: 'The (made-up) status of the flight to a city, for the booking card',
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  inputSchema: { type: 'object', properties: { to: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['to'], additionalProperties: false },
+  ui: { resourceUri: 'ui://demo/booking-card', visibility: ['app'] },
+}, (args: { to: string }) => {
+  const gate = `${'ABCD'[args.to.length % 4]}${(args.to.length * 7) % 30 + 1}`
+  return `The flight to ${args.to} is on time, boarding at gate ${gate}`
 })
 
 // SIGTERM (a deploy, a container stop) and SIGINT (Ctrl-C) close the app: in-flight calls get

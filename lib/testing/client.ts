@@ -134,6 +134,8 @@ export interface ListedTool {
   description?: string
   inputSchema: JsonObject
   outputSchema?: JsonObject
+  /** With `ui` (and the older flat `ui/resourceUri`) for a tool that links a view. */
+  _meta?: JsonObject
   [key: string]: unknown
 }
 

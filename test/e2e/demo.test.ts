@@ -47,6 +47,7 @@ t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async
       'elicit-2': accept({ seat: 'window' }),
     })
     t.equal(textOf(result), 'Booked business to Lisbon, window seat', `${signal}: the demo books`)
+    t.same(result.structuredContent, { booked: true, to: 'Lisbon', cabin: 'business', seat: 'window' }, `${signal}: and says it to the card`)
     const declined = await client.callTool('book_flight', { to: 'Oslo' }, { 'elicit-1': { action: 'decline' } })
     t.equal(textOf(declined.result), 'Nothing booked', `${signal}: a declined booking books nothing`)
     const noSeat = await client.callTool('book_flight', { to: 'Rome' }, {
@@ -74,6 +75,17 @@ t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async
     t.same((await client.callTool('weather', { city: 'porto' })).result.structuredContent, { ...forecast, city: 'porto' }, `${signal}: the same city, the same forecast`)
     const converted = await client.callTool('convert_currency', { amount: 100, from: 'EUR', to: 'USD' })
     t.equal(textOf(converted.result), '100 EUR = 108.00 USD', `${signal}: the demo converts`)
+    // A host that shows views: book_flight's card, and the app-only tool the card calls.
+    const host = createTestClient(`${base}/mcp`, { capabilities: { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } } } })
+    const listed = await host.listTools()
+    t.same(listed.find((tool) => tool.name === 'book_flight')?._meta?.ui, { resourceUri: 'ui://demo/booking-card' }, `${signal}: book_flight links the card`)
+    t.same(listed.find((tool) => tool.name === 'flight_status')?._meta?.ui, { resourceUri: 'ui://demo/booking-card', visibility: ['app'] })
+    t.notOk(tools.some((tool) => tool.name === 'flight_status'), `${signal}: a client that shows no views is not offered the card's own tool`)
+    const card = (await host.readResource('ui://demo/booking-card')).result.contents[0] as { mimeType: string, text: string, _meta: object }
+    t.equal(card.mimeType, 'text/html;profile=mcp-app')
+    t.match(card.text, /^<!doctype html>[\s\S]*ui\/initialize/)
+    t.same(card._meta, { ui: { prefersBorder: true } })
+    t.equal(textOf((await host.callTool('flight_status', { to: 'Lisbon' })).result), 'The flight to Lisbon is on time, boarding at gate C13')
     const exited = once(child, 'exit')
     child.kill(signal)
     const [code] = await exited
