@@ -3,6 +3,7 @@
  * (PORT overrides). With no keys configured it uses an ephemeral requestState key and says so once.
  */
 import Fastify from 'fastify'
+import cors from '@fastify/cors'
 import mocapi, { requestedSchema } from '../lib/index.js'
 import { bookingCard } from './booking-card.js'
 
@@ -17,7 +18,16 @@ const app = Fastify({
   http: { headersTimeout: 10_000 }, // the headers must arrive within 10 s
 })
 
+// A host that is a web page calls the server from its own origin: CORS_ORIGINS lists those origins (comma-separated),
+// answered with CORS and let through mocapi's Origin check. Hosts that are programs, or call from their servers, send
+// no Origin and need neither.
+const corsOrigins = (process.env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin !== '')
+if (corsOrigins.length > 0) {
+  await app.register(cors, { origin: corsOrigins, methods: ['GET', 'POST', 'DELETE'], exposedHeaders: ['Mcp-Session-Id', 'WWW-Authenticate'] })
+}
+
 await app.register(mocapi, {
+  ...(corsOrigins.length > 0 && { allowedOrigins: corsOrigins }),
   serverInfo: { name: 'mocapi-demo', version: '1.0.0' },
   instructions: 'A travel desk: check the weather, convert currency, and book flights (which asks the traveller to confirm, and shows the booking as a card in hosts that show views).',
 })

@@ -214,4 +214,8 @@ export { MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type
 export type { ToolTaskOptions, TaskEvent } from './tasks/tasks.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
+export {
+  UI_EXTENSION, VIEW_MIME_TYPE,
+  type ViewDefinition, type ViewCsp, type ViewPermissions, type ViewHtml, type ToolUi, type ToolVisibility,
+} from './features/views.js'
 export type { CallToolResult, ClientCapabilities, ContentBlock, Implementation, JsonValue, LoggingLevel } from './protocol/wire.js'

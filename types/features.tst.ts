@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import { expect, test } from 'tstyche'
 import {
   InProcessBus, type CreateMessageResult, type GetPromptResult, type McpContext, type NotificationBus, type PromptDefinition,
-  type ResourceDefinition, type Root, type ToolDefinition,
+  type ResourceDefinition, type Root, type ToolDefinition, type ViewDefinition, UI_EXTENSION, VIEW_MIME_TYPE,
 } from '../lib/index.js'
 
 test('prompts: handlers get string arguments', () => {
@@ -59,4 +59,23 @@ test('list helpers and notifications', () => {
   expect(app.mcp.notifyListChanged).type.not.toBeCallableWith('everything')
   expect(app.mcp.notifyResourceUpdated).type.toBeCallableWith('file:///a')
   expect(app.mcp.removeTool('x')).type.toBe<boolean>()
+})
+
+test('views: html, a function of the context, or a file; a tool links one with ui', () => {
+  const app = Fastify()
+  app.mcp.uiResource({ uri: 'ui://a/card', name: 'card', html: '<!doctype html>', csp: { connectDomains: ['https://api.example.com'] }, prefersBorder: true })
+  app.mcp.uiResource({ uri: 'ui://a/mine', name: 'mine', html: async (ctx) => `<p>${ctx.principal}</p>`, permissions: { camera: {} } })
+  app.mcp.uiResource({ uri: 'ui://a/file', name: 'file', file: new URL('file:///card.html'), domain: 'a.example.com' })
+  expect(app.mcp.uiResource).type.not.toBeCallableWith({ uri: 'ui://a', name: 'a', html: 5 })
+  expect(app.mcp.uiResource).type.not.toBeCallableWith({ uri: 'ui://a', name: 'a', html: 'x', csp: { scriptDomains: [] } })
+  expect(app.mcp.uiResource).type.not.toBeCallableWith({ uri: 'ui://a', name: 'a', html: 'x', mimeType: 'text/html' })
+  expect<ViewDefinition>().type.not.toBeAssignableFrom({ uri: 'ui://a', name: 'a', html: 'x', permissions: { camera: true } })
+  expect<ToolDefinition>().type.toBeAssignableFrom({ name: 't', ui: { resourceUri: 'ui://a/card', visibility: ['app' as const] } })
+  expect<ToolDefinition>().type.not.toBeAssignableFrom({ name: 't', ui: { visibility: ['user'] } })
+  expect(UI_EXTENSION).type.toBe<'io.modelcontextprotocol/ui'>()
+  expect(VIEW_MIME_TYPE).type.toBe<'text/html;profile=mcp-app'>()
+  app.mcp.tool({ name: 'shown', ui: { resourceUri: 'ui://a/card' } }, (_args, ctx) => {
+    expect(ctx.clientSupports(UI_EXTENSION)).type.toBe<boolean>()
+    return 'x'
+  })
 })

@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import type { Socket } from 'node:net'
 import type { NotificationStream } from '../context.js'
@@ -207,8 +208,10 @@ export class ReplyChannel implements NotificationStream {
   open (): void {
     this.#streaming = true
     this.#reply.hijack()
-    // Headers go out now, not with the first event: a stream may wait long for one.
-    this.#reply.raw.writeHead(200, SSE_HEADERS).flushHeaders()
+    // Headers go out now, not with the first event: a stream may wait long for one. Those the app's hooks set on the
+    // reply (CORS, rate limits, request ids) go with them, as they would on a reply Fastify sends.
+    const headers = { ...this.#reply.getHeaders(), ...SSE_HEADERS } as OutgoingHttpHeaders
+    this.#reply.raw.writeHead(200, headers).flushHeaders()
   }
 
   /** Ends an event stream that has no final message (a 2025-era GET stream, which ends once). */

@@ -278,3 +278,24 @@ t.test('notifications after the response are dropped, never written', async (t) 
   const messages = events(t, stream.response.body)
   t.same(messages.map((message) => message.params?.progress ?? message.result.content[0].text), [1, 'returned early'])
 })
+
+t.test('an event stream carries the headers the app\'s hooks set on the reply, as a JSON reply does', async (t) => {
+  // What @fastify/cors, @fastify/rate-limit or a request-id hook set in onRequest: a browser host reading a
+  // cross-origin stream without its Access-Control-Allow-Origin would see a failed fetch.
+  const app = await build(t, {}, (app) => {
+    app.addHook('onRequest', async (request, reply) => {
+      reply.header('access-control-allow-origin', 'https://host.example').header('x-request-id', request.id)
+      reply.header('content-type', 'application/json')
+    })
+    app.mcp.tool({ name: 'work' }, async (_args, ctx) => {
+      ctx.progress(1, 2)
+      return 'done'
+    })
+  })
+  for (const progressToken of ['tok', undefined]) {
+    const { response } = await call(app, 'tools/call', { name: 'work' }, { meta: progressToken === undefined ? meta({}) : meta({}, { progressToken }) })
+    t.equal(response.headers['access-control-allow-origin'], 'https://host.example', `${progressToken ?? 'json'}: the hook's header`)
+    t.type(response.headers['x-request-id'], 'string')
+    t.equal(response.headers['content-type'], progressToken === undefined ? 'application/json; charset=utf-8' : 'text/event-stream', 'its own content type wins')
+  }
+})
