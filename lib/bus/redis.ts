@@ -199,9 +199,18 @@ export class RedisBus implements NotificationBus {
     this.#closed = true
     this.#listeners.clear()
     this.#watchers.clear()
-    if (this.#subscriber.isReady) await this.#subscriber.unsubscribe()
+    // A connection still marked ready may lose its socket under the goodbye (Redis went down a moment ago): it is
+    // dropped then, so close never rejects and no client is left reconnecting to keep the process alive.
     const connections = [this.#subscriber, this.#publisher]
-    await Promise.all(connections.map((connection) => connection.isReady ? connection.close() : connection.destroy()))
+    await Promise.all(connections.map(async (connection) => {
+      if (!connection.isReady) return connection.destroy()
+      try {
+        if (connection === this.#subscriber) await connection.unsubscribe()
+        await connection.close()
+      } catch {
+        connection.destroy()
+      }
+    }))
   }
 
   async #command (run: (publisher: RedisConnection) => Promise<unknown>): Promise<unknown> {

@@ -45,7 +45,7 @@ export type ViewHtml = string | ((ctx: McpContext) => string | Promise<string>)
 export interface ViewDefinition extends Omit<ResourceDefinition, 'mimeType' | 'size'> {
   /** `ui://…`. */
   uri: string
-  /** The HTML document, or a function of the request returning it; a function makes the read `private`. */
+  /** The HTML document, or a function of the request returning it (whose reads are `private` unless `cache` says). */
   html?: ViewHtml
   /** A path or file URL of the HTML document, read once, at registration. */
   file?: string | URL
@@ -199,10 +199,6 @@ export class Views {
     return this.#links.size
   }
 
-  has (uri: string): boolean {
-    return this.#links.has(uri)
-  }
-
   add (uri: string): void {
     this.#links.set(uri, new Set())
   }
@@ -228,6 +224,7 @@ export class Views {
     meta: JsonObject | undefined,
     where: string
   ): { meta: JsonObject | undefined, resourceUri: string | undefined, appOnly: boolean } {
+    if (meta !== undefined && !isPlainObject(meta)) fail(`${where} _meta`, 'an object', meta, InvalidDefinitionError)
     if (meta !== undefined && ('ui' in meta || 'ui/resourceUri' in meta)) {
       throw new InvalidDefinitionError(`${where} _meta.ui is built by mocapi: link a view with the tool's ui option`)
     }

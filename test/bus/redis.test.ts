@@ -163,6 +163,35 @@ async function redisTests (t: Test): Promise<void> {
     await t.resolves(bus.close(), 'closing twice is harmless')
   })
 
+  t.test('closing while Redis goes away: a goodbye that fails drops the connection, and close still resolves', async (t) => {
+    // Connections node-redis still marks ready whose socket dies under the goodbye, as when Redis stopped a moment
+    // before app.close(): their unsubscribe and close reject ("Socket closed unexpectedly").
+    const made: Array<{ destroyed: boolean, closes: number }> = []
+    const connection = (): any => {
+      const state = { destroyed: false, closes: 0 }
+      made.push(state)
+      const self = {
+        isReady: false,
+        async connect () { self.isReady = true },
+        async publish () { return 1 },
+        async subscribe () { return undefined },
+        async unsubscribe () { throw new Error('Socket closed unexpectedly') },
+        async close () { state.closes++; throw new Error('Socket closed unexpectedly') },
+        destroy () { state.destroyed = true; self.isReady = false },
+        on () { return self },
+        duplicate: connection,
+      }
+      return self
+    }
+    const bus = new RedisBus({ client: { duplicate: connection }, channel: channel() })
+    await bus.subscribe(() => {})
+    await bus.publish({ kind: 'tools' })
+    t.equal(made.length, 2, 'a subscriber and a publisher')
+    await t.resolves(bus.close(), 'close resolves')
+    t.same(made.map((state) => state.destroyed), [true, true], 'both dropped, so neither goes on reconnecting')
+    t.same(made.map((state) => state.closes).sort(), [0, 1], 'the subscriber failed at its unsubscribe, the publisher at its close')
+  })
+
   t.test('a bus closed before it was used has nothing to undo', async (t) => {
     const bus = new RedisBus({ url: redis.url, channel: channel() })
     await bus.close()

@@ -166,6 +166,7 @@ t.test('views and links are checked at registration, with messages that name the
     [() => app.mcp.tool({ name: 'a', ui: 'ui://v/1' } as any, () => 'a'), /tool "a" ui must be an object, got "ui:\/\/v\/1"/],
     [() => app.mcp.tool({ name: 'a', _meta: { ui: { resourceUri: 'ui://v/1' } } }, () => 'a'), /tool "a" _meta.ui is built by mocapi: link a view with the tool's ui option/],
     [() => app.mcp.tool({ name: 'a', _meta: { 'ui/resourceUri': 'ui://v/1' } }, () => 'a'), /_meta.ui is built by mocapi/],
+    [() => app.mcp.tool({ name: 'a', _meta: 'ui' } as any, () => 'a'), /tool "a" _meta must be an object, got "ui"/],
   ]
   for (const [register, message] of refused) t.throws(register, { name: InvalidDefinitionError.name, message }, String(message))
   t.same(app.mcp.listResources(), [], 'nothing half-registered')
