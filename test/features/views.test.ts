@@ -126,6 +126,8 @@ t.test('html as a function of the request, or a file', async (t) => {
 
 t.test('views and links are checked at registration, with messages that name the bad value', async (t) => {
   const app = await build(t)
+  const empty = join(mkdtempSync(join(tmpdir(), 'mocapi-views-')), 'empty.html')
+  writeFileSync(empty, '\n')
   const view = (definition: object) => () => app.mcp.uiResource({ uri: 'ui://v/1', name: 'v', html: CARD, ...definition } as any)
   const refused: Array<[() => unknown, RegExp]> = [
     [view({ uri: 'https://example.com/v' }), /view uri must be a ui:\/\/ URI such as ui:\/\/booking\/card, got "https:\/\/example.com\/v"/],
@@ -149,6 +151,10 @@ t.test('views and links are checked at registration, with messages that name the
     [view({ csp: { connectDomains: ['javascript://x.example.com'] } }), /csp.connectDomains\[0\] must be an origin/],
     [view({ csp: { connectDomains: ['https://a.example.com:70000'] } }), /csp.connectDomains\[0\] must be an origin/],
     [view({ csp: { connectDomains: ['https://a.example.com '] } }), /csp.connectDomains\[0\] must be an origin/],
+    [view({ csp: { connectDomains: [5] } }), /csp.connectDomains\[0\] must be an origin .*got 5/],
+    [view({ csp: { connectDomains: ['https://a.example.com:0'] } }), /csp.connectDomains\[0\] must be an origin/],
+    [view({ csp: { connectDomains: [`https://${'a.'.repeat(150)}example.com`] } }), /csp.connectDomains\[0\] must be an origin/],
+    [view({ html: undefined, file: empty }), /view "ui:\/\/v\/1" file .*empty.html must be an HTML document/],
     [view({ permissions: { usb: {} } }), /permissions has an unknown field "usb"/],
     [view({ permissions: { camera: true } }), /permissions.camera must be \{\}, got true/],
     [view({ permissions: { camera: { always: true } } }), /permissions.camera must be \{\}, got an object/],
