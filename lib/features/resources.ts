@@ -202,8 +202,7 @@ export class Resources {
 
   /** Fails for a view while a tool links it. */
   remove (uri: string): boolean {
-    this.#views.checkRemovable(uri)
-    this.#views.delete(uri)
+    this.#views.remove(uri)
     return this.#resources.remove(uri) !== undefined
   }
 

@@ -203,15 +203,12 @@ export class Views {
     this.#links.set(uri, new Set())
   }
 
-  /** Fails while a tool links the view. */
-  checkRemovable (uri: string): void {
+  /** Forgets a view; fails, changing nothing, while a tool links it. */
+  remove (uri: string): void {
     const tools = this.#links.get(uri)
     if (tools !== undefined && tools.size > 0) {
       throw new InvalidDefinitionError(`view "${uri}" is the view of ${[...tools].map((tool) => `tool "${tool}"`).join(', ')}: remove or re-register those first`)
     }
-  }
-
-  delete (uri: string): void {
     this.#links.delete(uri)
   }
 

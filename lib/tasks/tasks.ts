@@ -10,7 +10,7 @@ import { CallState, McpContext, kCallState, type AskTarget, type NotificationStr
 import { boundedInteger, fail, knownFields, nonNegativeInteger, optionalBoolean, plainObject } from '../check.js'
 import { ErrorCode, InvalidDefinitionError, InvalidRequestStateError, McpError, invalidParams, invalidRequest, missingCapability } from '../errors.js'
 import type { Asked, Delivered, Delivery, ReplayStart } from '../mrtr/engine.js'
-import { isPlainObject, PROTOCOL_VERSION, setOwn, type JsonObject } from '../protocol/wire.js'
+import { PROTOCOL_VERSION, setOwn, type JsonObject } from '../protocol/wire.js'
 import type { Task, TaskSealer, TaskState } from './record.js'
 import type { StoredTask, TaskStatus, TaskStore } from './store.js'
 
@@ -122,9 +122,7 @@ function storeFailed (): McpError {
 
 /** Whether a request's client declared the tasks extension on it (2026-07-28 only). */
 export function declaresTasks (ctx: McpContext): boolean {
-  if (ctx.protocolVersion !== PROTOCOL_VERSION) return false
-  const extensions = (ctx.clientCapabilities as JsonObject).extensions
-  return isPlainObject(extensions) && isPlainObject(extensions[TASKS_EXTENSION])
+  return ctx.protocolVersion === PROTOCOL_VERSION && ctx.clientSupports(TASKS_EXTENSION)
 }
 
 /** Refuses a tasks method or filter to a client without the extension (-32021, before any lookup). */

@@ -2,21 +2,8 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import { createTestClient, accept, textOf } from '../../lib/testing/index.js'
-
-const demo = fileURLToPath(new URL('../../examples/demo-server.ts', import.meta.url))
-// The demo runs from source through the TypeScript loader this test runs under.
-const loader = process.execArgv.filter((arg) => arg.includes('typescript'))
-
-function demoEnv (set: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...set }
-  // tap's process-info hook would count the demo's own lines toward the library's coverage.
-  delete env.NODE_V8_COVERAGE
-  delete env.NODE_OPTIONS
-  for (const name of Object.keys(env)) if (name.startsWith('_TAPJS_PROCESSINFO')) delete env[name]
-  return env
-}
+import { demo, demoEnv, loader } from './demo-process.js'
 
 t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async (t) => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -16,13 +16,13 @@ import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { fileURLToPath } from 'node:url'
 import type { Browser, FrameLocator, Locator } from 'playwright-core'
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import mocapi, { requestedSchema } from '../../lib/index.js'
 import { KEY } from '../helpers.js'
 import { HOST_PAGE, bundle, counterView, findChromium, launch, sandboxPage, screenshotAfter } from '../browser/harness.js'
 import type { HostConfig } from '../browser/host.js'
+import { demo, demoEnv, loader } from './demo-process.js'
 
 const UI = 'io.modelcontextprotocol/ui'
 const VIEW_URI = 'ui://counter/view'
@@ -204,17 +204,9 @@ async function scenario (t: Test, browser: Browser, era: HostConfig['era']): Pro
   })
 }
 
-const demo = fileURLToPath(new URL('../../examples/demo-server.ts', import.meta.url))
-
 /** The demo server in a process of its own, on a free port, with `env` added; stopped when the test ends. */
 async function demoServer (t: Test, env: Record<string, string>): Promise<string> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, PORT: '0', LOG_LEVEL: 'warn', ...env }
-  // tap's process-info hook would count the demo's own lines toward the library's coverage.
-  delete childEnv.NODE_V8_COVERAGE
-  delete childEnv.NODE_OPTIONS
-  for (const name of Object.keys(childEnv)) if (name.startsWith('_TAPJS_PROCESSINFO')) delete childEnv[name]
-  const loader = process.execArgv.filter((arg) => arg.includes('typescript'))
-  const child = spawn(process.execPath, [...loader, demo], { env: { ...childEnv, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [...loader, demo], { env: demoEnv({ PORT: '0', LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'inherit'] })
   t.teardown(async () => {
     if (child.exitCode !== null) return
     const exited = once(child, 'exit')
