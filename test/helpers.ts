@@ -59,12 +59,12 @@ export async function call (app: FastifyInstance, method: string, params: Record
 }
 
 /** Opens a `subscriptions/listen` stream over real HTTP and reads its SSE frames one by one. */
-export async function listen (url: string, id: number, notifications: object) {
+export async function listen (url: string, id: number, notifications: object, headers: Record<string, string> = {}) {
   const controller = new AbortController()
   const response = await fetch(url, {
     method: 'POST',
     signal: controller.signal,
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'subscriptions/listen' },
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'subscriptions/listen', ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: meta({}) } }),
   })
   const reader = response.body!.getReader()

@@ -131,10 +131,11 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     return true
   }
 
-  /** The completer of one argument, when the caller may see the prompt; -32602 otherwise. */
+  /** The completer of one argument, when the caller may see the prompt (-32602) and holds its scopes (a challenge). */
   async completer (name: string, argument: string, ctx: McpContext): Promise<Completer | undefined> {
     const prompt = await this.find(name, ctx)
     if (prompt === undefined) throw invalidParams(`Unknown prompt: ${name}`)
+    this.#scopes.check(prompt.scopes, ctx, 'The prompt', name)
     return prompt.completers.get(argument)
   }
 

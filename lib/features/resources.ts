@@ -120,7 +120,7 @@ export class Resources {
     return this.#templates.size
   }
 
-  /** Private whenever who may read it depends on the caller. */
+  /** Private whenever who may read it depends on the caller: an access check or scopes. */
   #cacheOf (cache: unknown, where: string, guarded: boolean): Required<CacheHint> {
     const hint = cacheHint(cache, `${where} cache`, this.#settings.cache, InvalidDefinitionError)
     return guarded ? { ttlMs: hint.ttlMs, cacheScope: 'private' } : hint
@@ -154,7 +154,7 @@ export class Resources {
     const scopes = scopeList(definition.scopes, where)
     const cache = varies && definition.cache === undefined
       ? { ttlMs: this.#settings.cache.ttlMs, cacheScope: 'private' as const }
-      : this.#cacheOf(definition.cache, where, canAccess !== undefined)
+      : this.#cacheOf(definition.cache, where, canAccess !== undefined || scopes !== undefined)
     this.#resources.put(uri, {
       listed: listedForm(definition),
       canAccess,
@@ -190,7 +190,7 @@ export class Resources {
       template,
       completers,
       mimeType: definition.mimeType,
-      cache: this.#cacheOf(definition.cache, where, canAccess !== undefined),
+      cache: this.#cacheOf(definition.cache, where, canAccess !== undefined || scopes !== undefined),
     })
   }
 
@@ -230,9 +230,11 @@ export class Resources {
     return this.#templates.visible(ctx)
   }
 
+  /** The completer of one variable, when the caller may see the template (-32602) and holds its scopes (challenge). */
   async completer (uriTemplate: string, variable: string, ctx: McpContext): Promise<Completer | undefined> {
     const template = await this.#templates.find(uriTemplate, ctx)
     if (template === undefined) throw invalidParams(`Unknown resource template: ${uriTemplate}`)
+    this.#scopes.check(template.scopes, ctx, 'The resource template', uriTemplate)
     return template.completers.get(variable)
   }
 
@@ -261,12 +263,27 @@ export class Resources {
     return undefined
   }
 
-  /** Whether a caller may see `uri`, exactly when a read would serve it: a boolean unless some item checks access. */
+  /**
+   * Whether a caller may see `uri`, exactly when a read would serve it, scopes included: a boolean unless some item
+   * checks access or the one serving `uri` needs scopes.
+   */
   visibility = (uri: string): boolean | ((ctx: McpContext) => Promise<boolean>) => {
-    if (this.varies) return async (ctx) => (await this.resolve(uri, ctx, false)) !== undefined
-    if (this.#resources.entry(uri) !== undefined) return true
-    for (const template of this.#templates.values()) if (template.template.match(uri) !== undefined) return true
-    return false
+    if (this.varies) {
+      return async (ctx) => {
+        const found = await this.resolve(uri, ctx, false)
+        return found !== undefined && this.#scopes.grants(found.entry.scopes, ctx.request)
+      }
+    }
+    const entry = this.#resources.entry(uri) ?? this.#templateOf(uri)
+    if (entry === undefined) return false
+    const scopes = entry.scopes
+    return scopes === undefined || (async (ctx) => this.#scopes.grants(scopes, ctx.request))
+  }
+
+  /** The first template matching `uri`, without access checks. */
+  #templateOf (uri: string): Template | undefined {
+    for (const template of this.#templates.values()) if (template.template.match(uri) !== undefined) return template
+    return undefined
   }
 
   async read (ctx: McpContext): Promise<JsonObject | InputRequiredResult> {

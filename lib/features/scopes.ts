@@ -4,7 +4,7 @@
  * call again; an anonymous caller gets the 401 challenge with them. Nothing runs. An item without scopes costs nothing.
  */
 import type { FastifyRequest } from 'fastify'
-import { fail } from '../check.js'
+import { describe, fail } from '../check.js'
 import type { McpContext } from '../context.js'
 import { ErrorCode, InvalidDefinitionError, McpError } from '../errors.js'
 
@@ -67,6 +67,8 @@ export class ScopeChallenge extends McpError {
 /** Checks each request against what the item it names needs. */
 export class Scopes {
   readonly #of: ScopesOf
+  /** Requests whose bad `scopes` answer was logged already: a listen stream asks again on every change. */
+  readonly #logged = new WeakSet<FastifyRequest>()
 
   constructor (of: ScopesOf | undefined) {
     this.#of = of ?? tokenScopes
@@ -78,14 +80,44 @@ export class Scopes {
     const what = `${kind} ${name.length > 200 ? `${name.slice(0, 200)}…` : name}`
     const request = ctx.request
     if ((request as { user?: unknown }).user == null) throw new ScopeChallenge(what, needed, undefined)
-    let granted
-    try {
-      granted = this.#of(request) ?? []
-    } catch (error) {
-      request.log.error({ err: error }, 'mocapi: the scopes option threw; the caller is taken to hold no scope')
-      granted = []
-    }
+    const granted = this.#granted(request)
     const missing = needed.filter((scope) => !granted.includes(scope))
     if (missing.length > 0) throw new ScopeChallenge(what, needed, missing)
+  }
+
+  /** Whether the caller holds every scope of `needed`, as {@link check} decides it, without throwing. */
+  grants (needed: readonly string[] | undefined, request: FastifyRequest): boolean {
+    if (needed === undefined) return true
+    if ((request as { user?: unknown }).user == null) return false
+    const granted = this.#granted(request)
+    return needed.every((scope) => granted.includes(scope))
+  }
+
+  /** Fails closed: an option that throws or answers anything but an array of strings grants nothing. */
+  #granted (request: FastifyRequest): readonly string[] {
+    let granted: unknown
+    try {
+      granted = this.#of(request)
+    } catch (error) {
+      this.#fault(request, 'mocapi: the scopes option threw; the caller is taken to hold no scope', error)
+      return []
+    }
+    if (granted === undefined) return []
+    // An array holding anything but strings grants nothing at all, not its strings: the answer is plainly broken.
+    if (!Array.isArray(granted) || !granted.every((scope) => typeof scope === 'string')) {
+      const shown = Array.isArray(granted)
+        ? `an array holding ${describe(granted.find((scope) => typeof scope !== 'string'))}`
+        : describe(typeof granted === 'string' ? granted.slice(0, 100) : granted)
+      this.#fault(request, `mocapi: the scopes option returned ${shown}, not an array of strings; the caller is taken to hold no scope`)
+      return []
+    }
+    return granted
+  }
+
+  #fault (request: FastifyRequest, message: string, error?: unknown): void {
+    if (this.#logged.has(request)) return
+    this.#logged.add(request)
+    if (error === undefined) request.log.error(message)
+    else request.log.error({ err: error }, message)
   }
 }

@@ -1,0 +1,217 @@
+/**
+ * What outside attacks on scopes, views and the envelope found, each over real HTTP: completions and listen streams
+ * that ignored scopes, scoped reads cached as public, a custom scopes option matched by substring, clientInfo fields
+ * that were not strings, a repeated version header, and a tools list that varied while it said public.
+ */
+import t from 'tap'
+import Fastify, { type FastifyInstance } from 'fastify'
+import fastifyJwt from '@fastify/jwt'
+import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import mocapi, { type MocapiOptions } from '../../lib/index.js'
+import { KEY, capturedLogs, listen, meta } from '../helpers.js'
+
+type Test = { teardown: (fn: () => unknown) => void }
+
+const SECRET = 'a-test-secret-of-thirty-two-bytes!!'
+const METADATA = 'https://files.example.com/.well-known/oauth-protected-resource/mcp'
+const CARD = '<!doctype html><html><body>salary</body></html>'
+
+/** A listening server behind @fastify/jwt (a token is optional: without one the caller is anonymous). */
+async function server (t: Test, options: MocapiOptions = {}, setup?: (app: FastifyInstance) => void) {
+  const { lines, options: logging } = capturedLogs()
+  const app: FastifyInstance = Fastify({ ...logging, forceCloseConnections: true })
+  await app.register(fastifyJwt, { secret: SECRET })
+  app.addHook('onRequest', async (request) => {
+    if (request.headers.authorization !== undefined) await request.jwtVerify()
+  })
+  await app.register(mocapi, {
+    requestState: { keys: [KEY] },
+    protectedResource: { resource: 'https://files.example.com/mcp', authorizationServers: ['https://auth.example.com'] },
+    ...options,
+  })
+  setup?.(app)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+  const token = (claims: object) => app.jwt.sign({ sub: 'ada', ...claims })
+  return { app, url, lines, token }
+}
+
+/** A 2026-07-28 request over real HTTP. */
+async function post (url: string, method: string, params: Record<string, unknown>,
+  options: { token?: string, meta?: object, headers?: Record<string, string> } = {}) {
+  const name = (params.name ?? params.uri) as string | undefined
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(name === undefined ? {} : { 'mcp-name': name }),
+      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+      ...options.headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: options.meta ?? meta({}) } }),
+  })
+  return { status: response.status, challenge: response.headers.get('www-authenticate'), body: await response.json() as any }
+}
+
+const complete = (ref: object, name: string) => ({ ref, argument: { name, value: '' } })
+const PROMPT = { type: 'ref/prompt', name: 'summarize' }
+const TEMPLATE = { type: 'ref/resource', uri: 'archive://{path}' }
+
+function scoped (app: FastifyInstance): void {
+  app.mcp
+    .prompt({ name: 'summarize', scopes: ['files:read'], arguments: [{ name: 'path', complete: ['alpha', 'beta'] }] }, () => 'Summarize')
+    .resource({ uri: 'files://secret', name: 'secret', scopes: ['files:admin'] }, () => 'hush')
+    .resource({ uri: 'files://open', name: 'open' }, () => 'hello')
+    .resourceTemplate({ uriTemplate: 'archive://{path}', name: 'archive', scopes: ['files:admin'], complete: { path: ['a1', 'a2'] } }, () => 'old')
+}
+
+t.test('completion/complete of a scoped prompt or template answers the challenge its get or read answers', async (t) => {
+  const { url, token } = await server(t, {}, scoped)
+  const anonymous = await post(url, 'completion/complete', complete(PROMPT, 'path'))
+  t.equal(anonymous.status, 401)
+  t.equal(anonymous.challenge, `Bearer scope="files:read", resource_metadata="${METADATA}"`)
+  t.equal(anonymous.body.error.message, 'The prompt summarize needs a token with the scope files:read: sign in')
+  const reader = token({ scope: 'files:read' })
+  t.same((await post(url, 'completion/complete', complete(PROMPT, 'path'), { token: reader })).body.result.completion.values, ['alpha', 'beta'])
+  const template = await post(url, 'completion/complete', complete(TEMPLATE, 'path'), { token: reader })
+  t.equal(template.status, 403)
+  t.equal(template.challenge, `Bearer error="insufficient_scope", scope="files:admin", resource_metadata="${METADATA}"`)
+  t.same(template.body.error, {
+    code: -32600,
+    message: 'The resource template archive://{path} needs the scope files:admin, which the token does not grant',
+    data: { requiredScopes: ['files:admin'], missingScopes: ['files:admin'] },
+  })
+  const admin = token({ scope: 'files:admin' })
+  t.same((await post(url, 'completion/complete', complete(TEMPLATE, 'path'), { token: admin })).body.result.completion.values, ['a1', 'a2'])
+  const named = await post(url, 'completion/complete', complete(TEMPLATE, 'unknown'), { token: reader })
+  t.equal(named.status, 403, 'even for a variable without a completer')
+})
+
+t.test('reads of a scoped resource, template or view are private, whatever their cache says', async (t) => {
+  const { url, token } = await server(t, {}, (app) => {
+    scoped(app)
+    app.mcp
+      .resource({ uri: 'files://cached', name: 'cached', scopes: ['files:admin'], cache: { ttlMs: 5_000, cacheScope: 'public' } }, () => 'c')
+      .uiResource({ uri: 'ui://salary/card', name: 'salary', scopes: ['files:admin'], html: CARD })
+      .uiResource({ uri: 'ui://salary/live', name: 'live', scopes: ['files:admin'], html: () => CARD, cache: { ttlMs: 1_000, cacheScope: 'public' } })
+  })
+  const admin = token({ scope: 'files:admin' })
+  const read = async (uri: string) => (await post(url, 'resources/read', { uri }, { token: admin })).body.result
+  t.equal((await read('files://secret')).cacheScope, 'private', 'a scoped resource')
+  t.equal((await read('archive://2019')).cacheScope, 'private', 'a scoped template')
+  t.same(await read('files://cached').then(({ ttlMs, cacheScope }: any) => ({ ttlMs, cacheScope })), { ttlMs: 5_000, cacheScope: 'private' }, 'its ttl kept, its scope private')
+  t.equal((await read('ui://salary/card')).cacheScope, 'private', 'a scoped view')
+  t.equal((await read('ui://salary/live')).cacheScope, 'private', 'a scoped view of the request, whatever its cache says')
+  t.equal((await read('files://open')).cacheScope, 'public', 'a resource without scopes stays public')
+})
+
+t.test('a listen stream hears of a scoped resource only when its token grants the scopes', async (t) => {
+  const { app, url, token } = await server(t, {}, scoped)
+  const uris = ['files://secret', 'archive://2019', 'files://open']
+  const subscribed = { resourceSubscriptions: [...uris, 'files://gone'] }
+  const reader = await listen(url, 1, subscribed, { authorization: `Bearer ${token({ scope: 'files:read' })}` })
+  const admin = await listen(url, 2, subscribed, { authorization: `Bearer ${token({ scope: 'files:admin' })}` })
+  const anonymous = await listen(url, 3, subscribed)
+  for (const stream of [reader, admin, anonymous]) t.equal((await stream.next()).method, 'notifications/subscriptions/acknowledged')
+  app.mcp.notifyResourceUpdated('files://gone')
+  for (const uri of uris) {
+    app.mcp.notifyResourceUpdated(uri)
+    t.equal((await admin.next()).params.uri, uri, `the admin hears of ${uri}`)
+  }
+  t.equal((await reader.next()).params.uri, 'files://open')
+  t.equal((await anonymous.next()).params.uri, 'files://open')
+  await sleep(20)
+  t.same([reader, anonymous].map((stream) => stream.frames.length), [2, 2], 'nothing else reached the others')
+  for (const stream of [reader, admin, anonymous]) stream.close()
+})
+
+t.test('a listen stream with access checks too: a resource both visible and scoped is heard only with the scopes', async (t) => {
+  const { app, url, token } = await server(t, {}, (app) => {
+    scoped(app)
+    app.mcp.resource({ uri: 'files://team', name: 'team', canAccess: () => true, scopes: ['files:admin'] }, () => 'team')
+  })
+  const uris = ['files://team', 'files://secret', 'files://open']
+  const reader = await listen(url, 1, { resourceSubscriptions: uris }, { authorization: `Bearer ${token({ scope: 'files:read' })}` })
+  const admin = await listen(url, 2, { resourceSubscriptions: uris }, { authorization: `Bearer ${token({ scope: 'files:admin' })}` })
+  for (const stream of [reader, admin]) await stream.next()
+  for (const uri of uris) {
+    app.mcp.notifyResourceUpdated(uri)
+    t.equal((await admin.next()).params.uri, uri)
+  }
+  t.equal((await reader.next()).params.uri, 'files://open')
+  await sleep(20)
+  t.equal(reader.frames.length, 2, 'neither scoped resource reached the reader')
+  reader.close()
+  admin.close()
+})
+
+t.test('a 2025-era GET stream hears of a subscribed scoped resource only when its token grants the scopes', async (t) => {
+  const { app, url, token } = await server(t, {}, scoped)
+  const authorization = `Bearer ${token({ scope: 'files:read' })}`
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization }
+  const init = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'host', version: '1' } } }),
+  })
+  const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id') as string, 'mcp-protocol-version': '2025-11-25' }
+  const controller = new AbortController()
+  const stream = await fetch(url, { headers: { ...session, accept: 'text/event-stream' }, signal: controller.signal })
+  const reader = (stream.body as ReadableStream<Uint8Array>).getReader()
+  let id = 2
+  for (const uri of ['files://secret', 'files://open']) {
+    const reply = await fetch(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', id: id++, method: 'resources/subscribe', params: { uri } }) })
+    t.equal(reply.status, 200)
+    await reply.text()
+  }
+  await sleep(20)
+  app.mcp.notifyResourceUpdated('files://secret')
+  await sleep(20)
+  app.mcp.notifyResourceUpdated('files://open')
+  let text = ''
+  while (!text.includes('files://open')) text += new TextDecoder().decode((await reader.read()).value)
+  t.notMatch(text, /files:\/\/secret/, 'the scoped resource was not told of')
+  controller.abort()
+})
+
+t.test('a scopes option answering anything but an array of strings grants nothing, logged once per request', async (t) => {
+  const answers: unknown[] = ['nonadmin files:adminx', new Set(['files:admin']), 5, ['files:admin', 5], { 0: 'files:admin', length: 1 }, null]
+  let answer: unknown
+  const { url, lines, token } = await server(t, { scopes: () => answer as never }, scoped)
+  const caller = token({})
+  for (answer of answers) {
+    const refused = await post(url, 'resources/read', { uri: 'files://secret' }, { token: caller })
+    t.equal(refused.status, 403, `${String(answer)}: no substring match, no 500`)
+    t.equal(refused.body.error.message, 'The resource files://secret needs the scope files:admin, which the token does not grant')
+  }
+  const logged = lines.filter((line) => line.level === 50 && /the scopes option returned/.test(line.msg)).map((line) => line.msg)
+  t.same(logged.map((msg: string) => /returned (.*), not an array of strings/.exec(msg)?.[1]), [
+    '"nonadmin files:adminx"', 'an object', '5', 'an array holding 5', 'an object', 'null',
+  ])
+  answer = ['files:admin']
+  t.equal((await post(url, 'resources/read', { uri: 'files://secret' }, { token: caller })).body.result.contents[0].text, 'hush', 'an array of strings grants')
+  answer = undefined
+  t.equal((await post(url, 'resources/read', { uri: 'files://secret' }, { token: caller })).status, 403, 'undefined grants nothing, quietly')
+  t.equal(lines.filter((line) => /the scopes option returned/.test(line.msg)).length, answers.length)
+})
+
+t.test('a listen stream whose scopes answer is bad hears nothing scoped, and is logged once however many changes', async (t) => {
+  let answer: unknown = 'files:admin'
+  const { app, url, lines, token } = await server(t, { scopes: () => answer as never }, scoped)
+  const stream = await listen(url, 9, { resourceSubscriptions: ['files://secret', 'files://open'] }, { authorization: `Bearer ${token({})}` })
+  await stream.next()
+  for (let i = 0; i < 3; i++) app.mcp.notifyResourceUpdated('files://secret')
+  await sleep(20)
+  app.mcp.notifyResourceUpdated('files://open')
+  t.equal((await stream.next()).params.uri, 'files://open')
+  t.equal(lines.filter((line) => line.level === 50 && /the scopes option returned "files:admin"/.test(line.msg)).length, 1, 'one line for the stream')
+  answer = ['files:admin']
+  app.mcp.notifyResourceUpdated('files://secret')
+  t.equal((await stream.next()).params.uri, 'files://secret', 'heard once the option answers an array')
+  stream.close()
+})
