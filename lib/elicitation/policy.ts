@@ -39,10 +39,15 @@ export class ElicitationPolicy {
 
   /** Says once per client that its elicitation is off. */
   #note (info: Implementation | undefined): void {
-    const name = info === undefined ? '(no clientInfo)' : `${String(info.name).slice(0, MAX_NAME)} ${String(info.version).slice(0, MAX_NAME)}`
+    const name = info === undefined ? '(no clientInfo)' : `${shown(info.name)} ${shown(info.version)}`
     if (this.#logged.has(name)) return
     if (this.#logged.size >= LOGGED_CLIENTS) this.#logged.clear()
     this.#logged.add(name)
     this.#log.info({ mcp: { client: name } }, 'mocapi: elicitation is off for this client (elicitation.disable): it is treated as lacking the capability')
   }
+}
+
+/** A clientInfo field as the log shows it; never `String()` of what a client sent, whose `toString` may be anything. */
+function shown (value: unknown): string {
+  return typeof value === 'string' ? value.slice(0, MAX_NAME) : `(${typeof value})`
 }

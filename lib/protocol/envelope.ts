@@ -111,16 +111,25 @@ export function checkMeta (params: JsonObject): RequestMeta {
   if (!isPlainObject(meta[META_CLIENT_CAPABILITIES])) {
     throw invalidParams(`params._meta["${META_CLIENT_CAPABILITIES}"] is required and must be an object`, 400)
   }
-  const info = meta[META_CLIENT_INFO]
-  if (info !== undefined && !isPlainObject(info)) {
-    throw invalidParams(`params._meta["${META_CLIENT_INFO}"] must be an object`, 400)
-  }
+  checkClientInfo(meta[META_CLIENT_INFO], `params._meta["${META_CLIENT_INFO}"]`)
   const level = meta[META_LOG_LEVEL]
   if (level !== undefined && !LOGGING_LEVELS.includes(level as never)) {
     throw invalidParams(`params._meta["${META_LOG_LEVEL}"] must be one of ${LOGGING_LEVELS.join(', ')}`, 400)
   }
   checkProgressToken(meta, 400)
   return meta as RequestMeta
+}
+
+/** A client's `clientInfo`, when it sends one: `name` and `version` strings, `title` one if present (-32602, 400). */
+export function checkClientInfo (info: unknown, where: string): void {
+  if (info === undefined) return
+  if (!isPlainObject(info)) throw invalidParams(`${where} must be an object`, 400)
+  for (const field of ['name', 'version', 'title'] as const) {
+    const value = info[field]
+    if (typeof value !== 'string' && (field !== 'title' || value !== undefined)) {
+      throw invalidParams(`${where}.${field} must be a string, got ${describe(value)}`, 400)
+    }
+  }
 }
 
 /** Checks `_meta` of a 2025-era request, which may omit it: an object, whose progress token is a string or a number. */

@@ -13,7 +13,7 @@ import type { Session, SessionCodec } from '../legacy/session.js'
 import { legacyError, legacyResult } from '../legacy/shape.js'
 import { StreamDelivery } from '../legacy/stream-delivery.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
-import { batchRefused, checkLegacyMeta, checkLegacyVersion, header, idOf, readMessage, type Message } from '../protocol/envelope.js'
+import { batchRefused, checkClientInfo, checkLegacyMeta, checkLegacyVersion, header, idOf, readMessage, type Message } from '../protocol/envelope.js'
 import { LEGACY_VERSIONS, type JsonObject } from '../protocol/wire.js'
 import { UNWATCHED } from './calls.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
@@ -154,6 +154,7 @@ export class LegacyTransport implements Era {
       const requested = message.params.protocolVersion
       // The spec's negotiation: the version asked for when served, else the newest served.
       const version = typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[0]
+      checkClientInfo(message.params.clientInfo, 'params.clientInfo')
       const session = this.#sessions.create(principal, version, message.params.capabilities, message.params.clientInfo)
       const client = this.#client(version, session)
       return this.#call(request, reply, message, client, principal, this.#sessions.seal(session))

@@ -9,6 +9,7 @@ import fastifyJwt from '@fastify/jwt'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { type MocapiOptions } from '../../lib/index.js'
+import { ElicitationPolicy } from '../../lib/elicitation/policy.js'
 import { KEY, capturedLogs, listen, meta } from '../helpers.js'
 
 type Test = { teardown: (fn: () => unknown) => void }
@@ -214,4 +215,46 @@ t.test('a listen stream whose scopes answer is bad hears nothing scoped, and is 
   app.mcp.notifyResourceUpdated('files://secret')
   t.equal((await stream.next()).params.uri, 'files://secret', 'heard once the option answers an array')
   stream.close()
+})
+
+t.test('a clientInfo whose name, version or title is not a string is -32602 at the envelope, in both eras, never a 500', async (t) => {
+  const { url } = await server(t, { elicitation: { disable: true } }, (app) => {
+    app.mcp.tool({ name: 'ask' }, () => 'asked')
+  })
+  const INFO = 'io.modelcontextprotocol/clientInfo'
+  const cases: Array<[object, string]> = [
+    [{ name: { toString: 1 }, version: '1' }, 'name must be a string, got an object'],
+    [{ name: 'host', version: 5 }, 'version must be a string, got 5'],
+    [{ name: 'host' }, 'version must be a string, got undefined'],
+    [{ name: 'host', version: '1', title: ['x'] }, 'title must be a string, got an array'],
+  ]
+  for (const [clientInfo, message] of cases) {
+    const modern = await post(url, 'tools/call', { name: 'ask' }, { meta: { ...meta({ elicitation: {} }), [INFO]: clientInfo } })
+    t.equal(modern.status, 400)
+    t.same(modern.body.error, { code: -32602, message: `params._meta["${INFO}"].${message}` })
+    const legacy = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo } }),
+    })
+    t.equal(legacy.status, 400)
+    t.equal(legacy.headers.get('mcp-session-id'), null, 'no session')
+    t.same((await legacy.json() as any).error, { code: -32602, message: `params.clientInfo.${message}` })
+  }
+  const titled = await post(url, 'tools/call', { name: 'ask' }, { meta: { ...meta({ elicitation: {} }), [INFO]: { name: 'host', version: '1', title: 'Host' } } })
+  t.equal(titled.body.result.content[0].text, 'asked', 'a string title is fine')
+})
+
+t.test('elicitation.disable logs a client whose clientInfo fields are not strings without calling their toString', async (t) => {
+  const logged: unknown[] = []
+  const log = { info: (fields: unknown) => { logged.push(fields) }, error: () => {} } as never
+  const policy = new ElicitationPolicy(true, log)
+  const client = policy.apply({
+    protocolVersion: '2026-07-28',
+    capabilities: { elicitation: {} },
+    info: { name: { toString: 1 }, version: 7 } as never,
+    logLevel: 'info',
+  } as never)
+  t.equal(client.elicitationOff, true)
+  t.same(logged, [{ mcp: { client: '(object) (number)' } }])
 })
