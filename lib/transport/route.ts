@@ -5,10 +5,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ScopeChallenge } from '../features/scopes.js'
 import type { McpContext } from '../context.js'
-import { ElicitationLedgerMismatchError, ErrorCode, InvalidRequestStateError, McpError, internalError, invalidRequest, parseError, unsupportedVersion } from '../errors.js'
+import { ElicitationLedgerMismatchError, ErrorCode, InvalidRequestStateError, McpError, headerMismatch, internalError, invalidRequest, parseError, unsupportedVersion } from '../errors.js'
+import { describe } from '../check.js'
 import { messageOf } from '../features/failures.js'
 import { header, idOf, readMessage, type Message } from '../protocol/envelope.js'
-import { LEGACY_VERSIONS, PROTOCOL_VERSION, type JsonObject } from '../protocol/wire.js'
+import { LEGACY_VERSIONS, META_PROTOCOL_VERSION, PROTOCOL_VERSION, type JsonObject } from '../protocol/wire.js'
 import type { CallObserver } from './calls.js'
 import { sendClosing, type Lifecycle } from './channel.js'
 import type { Call, Era } from './era.js'
@@ -72,6 +73,12 @@ function isLegacy (message: Message, headers: FastifyRequest['headers'], support
   if (version === PROTOCOL_VERSION) return false
   if (version !== undefined && version !== '') {
     if (LEGACY_VERSIONS.includes(version)) return true
+    // The spec's order: a header that differs from `_meta`'s version is a mismatch before it is unsupported.
+    const named = message.kind === 'response' ? undefined : (message.params._meta as JsonObject | undefined)?.[META_PROTOCOL_VERSION]
+    if (typeof named === 'string' && named !== version) {
+      throw headerMismatch(`The MCP-Protocol-Version header (${describe(version.slice(0, 40))}) does not match ` +
+        `params._meta["${META_PROTOCOL_VERSION}"] (${describe(named.slice(0, 40))})`)
+    }
     throw unsupportedVersion(version, supported)
   }
   if (header(headers, 'mcp-session-id') !== undefined) return true

@@ -6,6 +6,7 @@
 import t from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
+import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { type MocapiOptions } from '../../lib/index.js'
@@ -57,6 +58,20 @@ async function post (url: string, method: string, params: Record<string, unknown
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: options.meta ?? meta({}) } }),
   })
   return { status: response.status, challenge: response.headers.get('www-authenticate'), body: await response.json() as any }
+}
+
+/** A POST whose headers may repeat (an array value is sent as one header line per item), as fetch cannot. */
+function rawPost (url: string, headers: Record<string, string | string[]>, body: object): Promise<{ status: number, body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk) => { text += chunk })
+      res.on('end', () => resolve({ status: res.statusCode as number, body: JSON.parse(text) }))
+    })
+    req.on('error', reject)
+    req.end(JSON.stringify(body))
+  })
 }
 
 const complete = (ref: object, name: string) => ({ ref, argument: { name, value: '' } })
@@ -257,4 +272,30 @@ t.test('elicitation.disable logs a client whose clientInfo fields are not string
   } as never)
   t.equal(client.elicitationOff, true)
   t.same(logged, [{ mcp: { client: '(object) (number)' } }])
+})
+
+t.test('a version header that is not _meta\'s version is -32020 before it is unsupported', async (t) => {
+  const { url } = await server(t, {}, (app) => { app.mcp.tool({ name: 'first' }, () => '1') })
+  const body = (method: string, version: string) => ({ jsonrpc: '2.0', id: 7, method, params: { _meta: { ...meta({}), 'io.modelcontextprotocol/protocolVersion': version } } })
+  for (const method of ['tools/list', 'server/discover']) {
+    const twice = await rawPost(url, { 'mcp-protocol-version': ['2026-07-28', '2026-07-28'], 'mcp-method': method }, body(method, '2026-07-28'))
+    t.equal(twice.status, 400, `${method}: a repeated header`)
+    t.equal(twice.body.error.code, -32020)
+    t.equal(twice.body.id, 7)
+  }
+  const repeated = await rawPost(url, { 'mcp-protocol-version': ['2026-07-28', '2026-07-28'], 'mcp-method': 'tools/list' }, body('tools/list', '2026-07-28'))
+  t.equal(repeated.body.error.message,
+    'The MCP-Protocol-Version header ("2026-07-28, 2026-07-28") does not match params._meta["io.modelcontextprotocol/protocolVersion"] ("2026-07-28")')
+  const other = await rawPost(url, { 'mcp-protocol-version': '1900-01-01', 'mcp-method': 'tools/list' }, body('tools/list', '2026-07-28'))
+  t.same([other.status, other.body.error.code], [400, -32020], 'an unknown header against a supported _meta')
+  const same = await rawPost(url, { 'mcp-protocol-version': '1900-01-01', 'mcp-method': 'tools/list' }, body('tools/list', '1900-01-01'))
+  t.same([same.status, same.body.error], [400, {
+    code: -32022,
+    message: 'Unsupported protocol version',
+    data: { supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'], requested: '1900-01-01' },
+  }], 'the same unknown version in both stays -32022')
+  const bare = await rawPost(url, { 'mcp-protocol-version': '1900-01-01' }, { jsonrpc: '2.0', id: 8, method: 'tools/list', params: {} })
+  t.same([bare.status, bare.body.error.code], [400, -32022], 'without _meta there is nothing to mismatch')
+  const answer = await rawPost(url, { 'mcp-protocol-version': '1900-01-01' }, { jsonrpc: '2.0', id: 9, result: {} })
+  t.same([answer.status, answer.body.error.code], [400, -32022], 'nor for a response')
 })
