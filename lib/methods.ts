@@ -67,7 +67,7 @@ export function defineShared (dispatcher: Dispatcher, options: ResolvedOptions, 
   const { tools, prompts, resources } = features
   const counts = registered(features)
   const lists = options.cache.lists
-  // A list that varies by caller (some item has canAccess) is never cached as public.
+  // A list that varies by caller (some item has canAccess; for tools, some is app-only) is never cached as public.
   const page = async (
     key: string,
     items: Promise<readonly unknown[]>,

@@ -199,6 +199,11 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     tasks.runWith((ctx) => this.#pass(ctx))
   }
 
+  /** The list varies by caller with an access check, and by the client's extensions with an app-only tool. */
+  override get varies (): boolean {
+    return super.varies || this.#appOnly.size > 0
+  }
+
   /** How many registered tools are task-capable. */
   get taskCapable (): number {
     return this.#taskCapable

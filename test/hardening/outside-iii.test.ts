@@ -17,6 +17,8 @@ type Test = { teardown: (fn: () => unknown) => void }
 
 const SECRET = 'a-test-secret-of-thirty-two-bytes!!'
 const METADATA = 'https://files.example.com/.well-known/oauth-protected-resource/mcp'
+const UI = 'io.modelcontextprotocol/ui'
+const MIME = 'text/html;profile=mcp-app'
 const CARD = '<!doctype html><html><body>salary</body></html>'
 
 /** A listening server behind @fastify/jwt (a token is optional: without one the caller is anonymous). */
@@ -298,4 +300,22 @@ t.test('a version header that is not _meta\'s version is -32020 before it is uns
   t.same([bare.status, bare.body.error.code], [400, -32022], 'without _meta there is nothing to mismatch')
   const answer = await rawPost(url, { 'mcp-protocol-version': '1900-01-01' }, { jsonrpc: '2.0', id: 9, result: {} })
   t.same([answer.status, answer.body.error.code], [400, -32022], 'nor for a response')
+})
+
+t.test('tools/list is private while an app-only tool is registered, as it then differs by the client\'s extensions', async (t) => {
+  const { app, url } = await server(t, {}, (app) => {
+    app.mcp.uiResource({ uri: 'ui://booking/card', name: 'card', html: CARD })
+      .tool({ name: 'show', ui: { resourceUri: 'ui://booking/card' } }, () => 'shown')
+  })
+  const list = (capabilities: object) => post(url, 'tools/list', {}, { meta: meta(capabilities) }).then(({ body }) => body.result)
+  const views = { extensions: { [UI]: { mimeTypes: [MIME] } } }
+  t.equal((await list({})).cacheScope, 'public', 'a tool linking a view is listed to everyone')
+  app.mcp.tool({ name: 'refresh', ui: { resourceUri: 'ui://booking/card', visibility: ['app'] } }, () => 'r')
+  const plain = await list({})
+  const host = await list(views)
+  t.same(plain.tools.map((tool: any) => tool.name), ['show'])
+  t.same(host.tools.map((tool: any) => tool.name), ['show', 'refresh'])
+  t.same([plain.cacheScope, host.cacheScope], ['private', 'private'])
+  app.mcp.removeTool('refresh')
+  t.equal((await list(views)).cacheScope, 'public', 'public again once none is app-only')
 })
