@@ -8,7 +8,7 @@ import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry
 import type { Failures } from './failures.js'
 import { scopeList, type Scopes } from './scopes.js'
 import { UriTemplate } from './uri-template.js'
-import { viewResource, type ViewDefinition, type Views } from './views.js'
+import { isViewUri, viewResource, type ViewDefinition, type Views } from './views.js'
 
 /** A resource's definition, as `resources/list` shows it. */
 export interface ResourceDefinition {
@@ -128,7 +128,7 @@ export class Resources {
 
   add (definition: ResourceDefinition, handler: ResourceHandler): void {
     plainObject(definition, 'a resource definition', InvalidDefinitionError)
-    if (typeof definition.uri === 'string' && definition.uri.startsWith('ui://')) {
+    if (typeof definition.uri === 'string' && isViewUri(definition.uri)) {
       throw new InvalidDefinitionError(`resource "${definition.uri}": ui:// resources are views, registered with app.mcp.uiResource`)
     }
     this.#add(definition, handler, false)

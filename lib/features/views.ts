@@ -58,6 +58,11 @@ export interface ViewDefinition extends Omit<ResourceDefinition, 'mimeType' | 's
   prefersBorder?: boolean
 }
 
+/** Whether `uri` is of the ui:// scheme, in any case (RFC 3986 §3.1: schemes are case-insensitive). */
+export function isViewUri (uri: string): boolean {
+  return /^ui:\/\//i.test(uri)
+}
+
 /** Who may call a tool: `model` (the agent) and `app` (a view of this server). */
 export type ToolVisibility = 'model' | 'app'
 
@@ -137,7 +142,7 @@ export interface ViewResource {
 export function viewResource (definition: ViewDefinition): ViewResource {
   plainObject(definition, 'a view definition', InvalidDefinitionError)
   const { uri } = definition
-  if (typeof uri !== 'string' || !uri.startsWith('ui://') || uri.length <= 'ui://'.length || !URL.canParse(uri)) {
+  if (typeof uri !== 'string' || !isViewUri(uri) || uri.length <= 'ui://'.length || !URL.canParse(uri)) {
     fail('view uri', 'a ui:// URI such as ui://booking/card', uri, InvalidDefinitionError)
   }
   const where = `view "${uri}"`

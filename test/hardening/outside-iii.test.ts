@@ -319,3 +319,14 @@ t.test('tools/list is private while an app-only tool is registered, as it then d
   app.mcp.removeTool('refresh')
   t.equal((await list(views)).cacheScope, 'public', 'public again once none is app-only')
 })
+
+t.test('a ui:// URI in any case is a view: app.mcp.resource refuses it, app.mcp.uiResource takes it', async (t) => {
+  const { app, url } = await server(t)
+  for (const uri of ['UI://booking/card', 'Ui://booking/card', 'ui://booking/card']) {
+    t.throws(() => app.mcp.resource({ uri, name: 'card' }, () => CARD),
+      { code: 'FST_MOCAPI_INVALID_DEFINITION', message: `resource "${uri}": ui:// resources are views, registered with app.mcp.uiResource` })
+  }
+  app.mcp.uiResource({ uri: 'UI://booking/card', name: 'card', html: CARD })
+  const read = await post(url, 'resources/read', { uri: 'UI://booking/card' })
+  t.equal(read.body.result.contents[0].mimeType, MIME)
+})
