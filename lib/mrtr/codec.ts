@@ -40,9 +40,6 @@ export const MAX_CLOCK_SKEW_MS = 60_000
 
 const REQUEST_STATE_PURPOSE = 2
 
-/** JSON.stringify recurses, and far deeper nesting overflows the stack. */
-export const MAX_CARRIED_DEPTH = 1000
-
 export class UncarriableError extends TypeError {
   constructor (reason: string) {
     super(reason)
@@ -50,20 +47,22 @@ export class UncarriableError extends TypeError {
   }
 }
 
-/** Why a value would not come back the same: `1e400` (Infinity) returns as null, binding the token to other params. */
-function unwritable (value: unknown, depth: number): string | undefined {
+/**
+ * Why a value would not come back the same: `1e400` (Infinity) returns as null, binding the token to other params.
+ * What a client sends nests at most MAX_DEPTH deep (the envelope refuses more), so the walk's recursion is bounded.
+ */
+function unwritable (value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : `it holds a number JSON cannot write (${value})`
   if (typeof value !== 'object' || value === null) return undefined
-  if (depth >= MAX_CARRIED_DEPTH) return `it is nested more than ${MAX_CARRIED_DEPTH} deep`
   if (Array.isArray(value)) {
     for (const item of value) {
-      const reason = unwritable(item, depth + 1)
+      const reason = unwritable(item)
       if (reason !== undefined) return reason
     }
     return undefined
   }
   for (const key in value) {
-    const reason = unwritable((value as Record<string, unknown>)[key], depth + 1)
+    const reason = unwritable((value as Record<string, unknown>)[key])
     if (reason !== undefined) return reason
   }
   return undefined
@@ -88,13 +87,13 @@ export class RequestStateCodec {
   /** Throws UncarriableError or TokenTooLongError rather than mint a token that could not be read back the same. */
   encode (payload: Omit<RequestStatePayload, 'issuedAt'> & { issuedAt?: number }): string {
     const { principal, round } = payload
-    const unfit = unwritable(payload.originalParams, 0)
+    const unfit = unwritable(payload.originalParams)
     if (unfit !== undefined) throw new UncarriableError(unfit)
     const source = payload.ledger
     const ledger: unknown[] = new Array(source.length)
     for (let i = 0; i < source.length; i++) {
       const { k, f, r } = source[i]
-      const answerUnfit = unwritable(r, 1)
+      const answerUnfit = unwritable(r)
       if (answerUnfit !== undefined) throw new UncarriableError(`an answer: ${answerUnfit}`)
       // An undefined answer leaves the slot pending, as it would in an object (an array would write null).
       ledger[i] = r === undefined ? [k, f] : [k, f, r]

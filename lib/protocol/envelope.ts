@@ -6,8 +6,8 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { describe } from '../check.js'
 import { headerMismatch, invalidParams, invalidRequest, type McpError } from '../errors.js'
 import {
-  META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, LOGGING_LEVELS,
-  isPlainObject, type JsonObject, type RequestId, type RequestMeta,
+  META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, LOGGING_LEVELS, MAX_DEPTH,
+  isPlainObject, nestsDeeper, type JsonObject, type RequestId, type RequestMeta,
 } from './wire.js'
 
 /** One POSTed JSON-RPC message, taken apart. */
@@ -28,6 +28,16 @@ export function batchRefused (): McpError {
   return invalidRequest('Batch requests are not supported: send one JSON-RPC message per POST')
 }
 
+/** -32602 for a message whose `params` (or a response's result) nest past {@link MAX_DEPTH}, naming the field. */
+function checkDepth (fields: JsonObject, where: string): void {
+  for (const key of Object.keys(fields)) {
+    if (nestsDeeper(fields[key], MAX_DEPTH - 1)) {
+      const name = /^[A-Za-z_$][\w$]*$/.test(key) ? `${where}.${key}` : `${where}[${JSON.stringify(key.slice(0, 40))}]`
+      throw invalidParams(`${name} nests objects or arrays more than ${MAX_DEPTH} levels deep`, 400)
+    }
+  }
+}
+
 export function readMessage (body: unknown): Message {
   if (Array.isArray(body)) throw batchRefused()
   if (!isPlainObject(body)) throw invalidRequest('The body must be a JSON-RPC request object')
@@ -36,11 +46,13 @@ export function readMessage (body: unknown): Message {
     const id = idOf(body)
     if (id === null) throw invalidRequest('id must be a string or a number')
     if ('result' in body === 'error' in body) throw invalidRequest('A response carries either result or error')
+    checkDepth(body, 'the response')
     return { kind: 'response', id, result: body.result, error: body.error }
   }
   if (typeof body.method !== 'string' || body.method === '') throw invalidRequest('method must be a non-empty string')
   if (body.params !== undefined && !isPlainObject(body.params)) throw invalidRequest('params must be an object')
   const params = (body.params ?? {}) as JsonObject
+  checkDepth(params, 'params')
   if (!('id' in body)) return { kind: 'notification', method: body.method, params }
   const id = idOf(body)
   if (id === null) throw invalidRequest('id must be a string or a number')

@@ -111,6 +111,28 @@ export function isPlainObject (value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
+/** How deep a client's JSON may nest: JSON.stringify and any recursive walk overflow the stack a few thousand deep. */
+export const MAX_DEPTH = 1000
+
+/** Whether a JSON value nests objects or arrays more than `max` deep, found without recursion. */
+export function nestsDeeper (value: unknown, max: number): boolean {
+  if (typeof value !== 'object' || value === null) return false
+  const stack: unknown[] = [value]
+  const depths: number[] = [1]
+  while (stack.length > 0) {
+    const item = stack.pop() as object
+    const depth = depths.pop() as number
+    if (depth > max) return true
+    for (const inner of Object.values(item)) {
+      if (typeof inner === 'object' && inner !== null) {
+        stack.push(inner)
+        depths.push(depth + 1)
+      }
+    }
+  }
+  return false
+}
+
 /** Freezes a value and everything in it; a part already frozen is taken as frozen all the way down. */
 export function deepFreeze<T> (value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {

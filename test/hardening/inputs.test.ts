@@ -1,7 +1,7 @@
 import t from 'tap'
 import { requestedSchema } from '../../lib/index.js'
 import { build, call, meta, rpc } from '../helpers.js'
-import { MAX_CARRIED_DEPTH } from '../../lib/mrtr/codec.js'
+import { MAX_DEPTH } from '../../lib/protocol/wire.js'
 
 t.test('a handler that asks once per client-supplied item stops at what a token can hold, in linear time', async (t) => {
   const app = await build(t, {}, (app) => {
@@ -134,9 +134,9 @@ t.test('a request that could not come back the same from a token is refused when
   }
   t.equal((await raw('plain', '{"x":1e400}')).result.content[0].text, '{"x":null}', 'a call that asks nothing is not concerned')
   const nested = (depth: number) => `{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`
-  t.equal((await raw('confirm', nested(MAX_CARRIED_DEPTH - 2))).result.resultType, 'input_required', 'arrays nested to the limit (params, arguments, then 998) are carried')
-  t.same((await raw('confirm', nested(MAX_CARRIED_DEPTH - 1))).error,
-    { code: -32602, message: `tool confirm cannot carry this request in a requestState token: it is nested more than ${MAX_CARRIED_DEPTH} deep` }, 'one level more is refused')
+  t.equal((await raw('confirm', nested(MAX_DEPTH - 2))).result.resultType, 'input_required', 'arrays nested to the limit (params, arguments, then 998) are carried')
+  t.same((await raw('confirm', nested(MAX_DEPTH - 1))).error,
+    { code: -32602, message: `params.arguments nests objects or arrays more than ${MAX_DEPTH} levels deep` }, 'one level more is refused, at the envelope')
   t.equal((await raw('confirm', nested(20_000))).error.code, -32602, '20,000 deep: refused with the same error, no stack overflow')
   const first = await call(app, 'tools/call', { name: 'model' }, { capabilities: { elicitation: {}, sampling: {} } })
   const answer = '{"role":"assistant","content":{"type":"text","text":"hi","score":1e400},"model":"m"}'
