@@ -170,6 +170,7 @@ export class Resources {
     const { uriTemplate, name } = definition
     nonEmptyString(uriTemplate, 'uriTemplate', InvalidDefinitionError)
     const where = `resource template "${uriTemplate}"`
+    if (isViewUri(uriTemplate)) throw new InvalidDefinitionError(`${where}: ui:// resources are views, each registered with app.mcp.uiResource`)
     nonEmptyString(name, `${where} name`, InvalidDefinitionError)
     this.#templates.checkNew(uriTemplate, where, definition as unknown as Record<string, unknown>,
       TEMPLATE_FIELDS, handler)

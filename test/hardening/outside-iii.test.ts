@@ -325,6 +325,8 @@ t.test('a ui:// URI in any case is a view: app.mcp.resource refuses it, app.mcp.
   for (const uri of ['UI://booking/card', 'Ui://booking/card', 'ui://booking/card']) {
     t.throws(() => app.mcp.resource({ uri, name: 'card' }, () => CARD),
       { code: 'FST_MOCAPI_INVALID_DEFINITION', message: `resource "${uri}": ui:// resources are views, registered with app.mcp.uiResource` })
+    t.throws(() => app.mcp.resourceTemplate({ uriTemplate: `${uri}/{id}`, name: 'cards' }, () => CARD),
+      { message: `resource template "${uri}/{id}": ui:// resources are views, each registered with app.mcp.uiResource` }, 'nor may a template serve them')
   }
   app.mcp.uiResource({ uri: 'UI://booking/card', name: 'card', html: CARD })
   const read = await post(url, 'resources/read', { uri: 'UI://booking/card' })
