@@ -65,19 +65,22 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const compiler = new SchemaCompiler()
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
+  const forms = new FormAnswers(compiler)
   const exchange = new Exchange(bus, fastify.log, options.answerTimeout, ACK_TIMEOUT_MS, options.limits)
   // One round's new ledger slots can never pass the bytes a token of maxTokenLength characters carries.
-  const engine = new ReplayEngine(options.maxRounds, new FormAnswers(compiler), {
+  const engine = new ReplayEngine(options.maxRounds, forms, {
     ledger: Math.floor(options.maxTokenLength * 3 / 4),
     size: options.bodyLimit,
   })
   const failures = new Failures(options.exposeErrors)
   const taskStore: TaskStore = options.taskStore ?? new MemoryTaskStore()
+  const taskBytes = options.limits.taskBytesPerCaller
   const tasks = new Tasks({
     store: taskStore,
-    sealer: new TaskSealer(ring, 8 * options.bodyLimit),
+    sealer: new TaskSealer(ring, Math.min(8 * options.bodyLimit, taskBytes)),
     lease: options.lease,
-    perCaller: options.limits.tasksPerCaller,
+    quota: { tasks: options.limits.tasksPerCaller, bytes: taskBytes },
+    forms,
     resultLength: options.bodyLimit,
     log: fastify.log,
     announce: (id) => { bus.publish({ kind: 'task', id, node: exchange.node }) },
@@ -210,7 +213,7 @@ export type {
 export type { FromSchema } from './types/json-schema.js'
 export type { InputRequiredResult } from './mrtr/engine.js'
 export type { MocapiOptions, CacheHint } from './options.js'
-export { MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type MemoryTaskStoreOptions } from './tasks/store.js'
+export { MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type TaskQuota, type TaskWrite, type MemoryTaskStoreOptions } from './tasks/store.js'
 export type { ToolTaskOptions, TaskEvent } from './tasks/tasks.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'

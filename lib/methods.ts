@@ -140,7 +140,7 @@ export function modernMethods (options: ResolvedOptions, features: Features): Di
   defineShared(dispatcher, options, features)
   dispatcher.define('subscriptions/listen', { params: { notifications: 'object' }, run: (ctx) => features.subscriptions.listen(ctx) })
   const { tasks, tools } = features
-  const hasTasks = () => tools.taskCapable > 0
+  const hasTasks = () => tools.servesTasks
   dispatcher.define('tasks/get', { params: { taskId: 'string' }, enabled: hasTasks, run: (ctx) => tasks.get(ctx) })
   dispatcher.define('tasks/update', {
     params: { taskId: 'string', inputResponses: 'object' },

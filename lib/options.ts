@@ -106,8 +106,16 @@ export interface MocapiOptions {
     waitingCalls?: number
     /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 256 */
     waitingCallsPerCaller?: number
-    /** Tasks one caller holds until they expire: a principal, or a client address when anonymous. Default 64. */
+    /**
+     * Tasks one caller holds until they expire: a principal, or a client address when anonymous (an IPv6 address by
+     * its /64). Default 64.
+     */
     tasksPerCaller?: number
+    /**
+     * Characters of sealed task state one caller's tasks hold together (arguments, questions, answers, results); a
+     * task that would pass it is refused 429, and one task holds at most this. Default 16 MiB.
+     */
+    taskBytesPerCaller?: number
   }
   /**
    * How long handlers still running when the server closes get to finish, in ms, before their
@@ -196,7 +204,8 @@ export interface ResolvedOptions {
     batchSize: number,
     waitingCalls: number,
     waitingCallsPerCaller: number,
-    tasksPerCaller: number
+    tasksPerCaller: number,
+    taskBytesPerCaller: number
   }
   shutdownGrace: number
   exposeErrors: boolean
@@ -228,6 +237,7 @@ const DEFAULT_SHUTDOWN_GRACE = 10_000
 const DEFAULT_SESSION_TTL = 86_400_000
 const DEFAULT_ANSWER_TIMEOUT = 300_000
 const DEFAULT_TASKS_PER_CALLER = 64
+const DEFAULT_TASK_BYTES_PER_CALLER = 16 * 1024 * 1024
 const DEFAULT_LEASE = 30_000
 
 /** The longest delay a Node timer keeps: a longer one fires after 1 ms. */
@@ -244,7 +254,7 @@ const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'pr
   'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session', 'tasks', 'elicitation', 'scopes'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
-const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller', 'tasksPerCaller'])
+const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller', 'tasksPerCaller', 'taskBytesPerCaller'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 const KNOWN_SESSION = new Set(['ttl', 'answerTimeout'])
 const KNOWN_TASKS = new Set(['store', 'lease'])
@@ -340,6 +350,7 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
       waitingCalls: positiveInteger(limits.waitingCalls, 'limits.waitingCalls', DEFAULT_WAITING_CALLS),
       waitingCallsPerCaller: positiveInteger(limits.waitingCallsPerCaller, 'limits.waitingCallsPerCaller', DEFAULT_WAITING_CALLS_PER_CALLER),
       tasksPerCaller: positiveInteger(limits.tasksPerCaller, 'limits.tasksPerCaller', DEFAULT_TASKS_PER_CALLER),
+      taskBytesPerCaller: positiveInteger(limits.taskBytesPerCaller, 'limits.taskBytesPerCaller', DEFAULT_TASK_BYTES_PER_CALLER),
     },
     shutdownGrace: timerMs(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',

@@ -26,6 +26,7 @@ const BAD: Array<[string, unknown, string]> = [
   ['tasks.store null', { tasks: { store: null } }, 'tasks.store must be a TaskStore (an object with create, get and update functions), got null'],
   ['tasks.lease 0', { tasks: { lease: 0 } }, 'tasks.lease must be a positive integer, got 0'],
   ['limits.tasksPerCaller 0', { limits: { tasksPerCaller: 0 } }, 'limits.tasksPerCaller must be a positive integer, got 0'],
+  ['limits.taskBytesPerCaller 1.5', { limits: { taskBytesPerCaller: 1.5 } }, 'limits.taskBytesPerCaller must be a positive integer, got 1.5'],
   ['tokenVersion 3', { requestState: { tokenVersion: 3 } }, 'requestState.tokenVersion must be 1 or 2, got 3'],
   ['tokenVersion a string', { requestState: { tokenVersion: '2' } }, 'requestState.tokenVersion must be 1 or 2, got "2"'],
   ['path without slash', { path: 'mcp' }, 'path must be a string starting with \'/\', got "mcp"'],

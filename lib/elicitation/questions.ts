@@ -162,3 +162,13 @@ export const ROOTS_QUESTION: Question = Object.freeze({
   build: (): InputRequest => ({ method: 'roots/list', params: {} }),
   check: (value: unknown) => checkRootsAnswer(value),
 })
+
+/** The question a sent input request asked, rebuilt from it: what its answer is checked against. */
+export function questionFor (request: InputRequest): Question {
+  const params = request.params as JsonObject
+  if (request.method === 'sampling/createMessage') return new SamplingQuestion(params)
+  if (request.method === 'roots/list') return ROOTS_QUESTION
+  if (params.mode === 'url') return new UrlQuestion(params.message as string, params.url as string)
+  const schema = { schema: params.requestedSchema } as unknown as RequestedSchemaBuilder<object>
+  return new FormQuestion(params.message as string, schema)
+}

@@ -14,14 +14,15 @@ export interface Registered {
   readonly views: number
 }
 
-/** Each extension mocapi serves, and its settings while something registered needs it. */
-const EXTENSIONS: ReadonlyArray<[string, (registered: Registered) => JsonObject | undefined]> = [
-  [TASKS_EXTENSION, (registered) => registered.taskTools > 0 ? {} : undefined],
-  [UI_EXTENSION, (registered) => registered.views > 0 ? { mimeTypes: [VIEW_MIME_TYPE] } : undefined],
+/** Each extension mocapi serves, whether 2025-era sessions can use it, and its settings while something needs it. */
+const EXTENSIONS: ReadonlyArray<[string, boolean, (registered: Registered) => JsonObject | undefined]> = [
+  // Tasks ride on 2026-07-28 requests' _meta: a 2025-era session never gets one.
+  [TASKS_EXTENSION, false, (registered) => registered.taskTools > 0 ? {} : undefined],
+  [UI_EXTENSION, true, (registered) => registered.views > 0 ? { mimeTypes: [VIEW_MIME_TYPE] } : undefined],
 ]
 
-/** What the server advertises, derived from what is registered now. */
-export function capabilities (registered: Registered): JsonObject {
+/** What the server advertises to a client of `era`, derived from what is registered now. */
+export function capabilities (registered: Registered, era: 'modern' | 'legacy'): JsonObject {
   // ctx.log can send notifications/message whatever is registered.
   const caps: JsonObject = { logging: {} }
   if (registered.tools > 0) caps.tools = { listChanged: true }
@@ -29,7 +30,8 @@ export function capabilities (registered: Registered): JsonObject {
   if (registered.resources > 0) caps.resources = { listChanged: true, subscribe: true }
   if (registered.prompts > 0 || registered.templates > 0) caps.completions = {}
   const extensions: JsonObject = {}
-  for (const [name, settings] of EXTENSIONS) {
+  for (const [name, legacy, settings] of EXTENSIONS) {
+    if (era === 'legacy' && !legacy) continue
     const declared = settings(registered)
     if (declared !== undefined) extensions[name] = declared
   }
@@ -40,7 +42,7 @@ export function capabilities (registered: Registered): JsonObject {
 export function discover (options: ResolvedOptions, registered: Registered): JsonObject {
   const result: JsonObject = {
     supportedVersions: options.supportedVersions,
-    capabilities: capabilities(registered),
+    capabilities: capabilities(registered, 'modern'),
     ttlMs: options.cache.discover.ttlMs,
     cacheScope: options.cache.discover.cacheScope,
   }

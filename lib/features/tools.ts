@@ -176,6 +176,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
   readonly #failures: Failures
   readonly #tasks: Tasks
   #taskCapable = 0
+  #taskServing = false
   readonly #scopes: Scopes
   readonly #views: Views
   /** Listed forms of the tools only views call, left out for clients that show no views. */
@@ -207,6 +208,11 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
   /** How many registered tools are task-capable. */
   get taskCapable (): number {
     return this.#taskCapable
+  }
+
+  /** Whether a task-capable tool was ever registered: its tasks outlive it, so `tasks/*` stays served. */
+  get servesTasks (): boolean {
+    return this.#taskServing
   }
 
   add (definition: ToolDefinition, handler: ToolHandler): void {
@@ -254,7 +260,10 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
       scopes,
       view: ui.resourceUri,
     })
-    if (task !== undefined) this.#taskCapable++
+    if (task !== undefined) {
+      this.#taskCapable++
+      this.#taskServing = true
+    }
     if (ui.resourceUri !== undefined) this.#views.link(ui.resourceUri, name)
     if (ui.appOnly) this.#appOnly.add(listed)
   }

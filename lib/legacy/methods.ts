@@ -21,7 +21,7 @@ export function legacyMethods (options: ResolvedOptions, features: Features, hub
     run: async (ctx) => {
       const result: JsonObject = {
         protocolVersion: ctx.protocolVersion,
-        capabilities: capabilities(counts),
+        capabilities: capabilities(counts, 'legacy'),
         serverInfo: options.serverInfo
       }
       if (options.instructions !== undefined) result.instructions = options.instructions

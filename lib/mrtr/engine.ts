@@ -36,9 +36,9 @@ export interface Delivery {
   deliver (ctx: McpContext, label: string, asked: Asked, round: number): Delivered | Promise<Delivered>
 }
 
-/** Refuses an interactive round to an authenticated caller with no principal to bind its tokens to. */
-export function unboundPrincipal (): Error {
-  return invalidRequest('This request is authenticated, but mocapi found no principal to bind its requestState to ' +
+/** Refuses an authenticated caller with no principal to bind what it starts to: a round's requestState, a task. */
+export function unboundPrincipal (what = 'its requestState'): Error {
+  return invalidRequest(`This request is authenticated, but mocapi found no principal to bind ${what} to ` +
     '(request.user has no string or numeric sub): the server must set the principal option', 403)
 }
 

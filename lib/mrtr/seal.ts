@@ -101,7 +101,8 @@ export class Sealer {
     return Math.ceil((this.#header + bytes + TAG_BYTES) * 4 / 3)
   }
 
-  seal (text: string): string {
+  /** `context`, when given, is bound as additional data: the token opens only with the same context. */
+  seal (text: string, context?: string): string {
     const header = this.#header
     const plaintextBytes = Buffer.byteLength(text)
     const length = this.tokenLength(plaintextBytes)
@@ -114,7 +115,7 @@ export class Sealer {
     const primary = this.#ring.primary.key
     const key = header === HEADER_BYTES[2] ? tokenKey(primary, token) : primary
     const cipher = createCipheriv('aes-256-gcm', key, token.subarray(header - NONCE_BYTES, header))
-    cipher.setAAD(this.#aad)
+    cipher.setAAD(context === undefined ? this.#aad : Buffer.concat([this.#aad, Buffer.from(context)]))
     // GCM ciphertext is as long as the plaintext, so it is written in place.
     plaintext.set(cipher.update(plaintext))
     cipher.final()
@@ -122,7 +123,7 @@ export class Sealer {
     return token.toString('base64url')
   }
 
-  open (token: unknown): string {
+  open (token: unknown, context?: string): string {
     if (typeof token !== 'string') throw new InvalidRequestStateError('not a string')
     if (token.length === 0) throw new InvalidRequestStateError('empty')
     if (token.length > this.#maxLength) throw new InvalidRequestStateError('too long')
@@ -141,7 +142,8 @@ export class Sealer {
     try {
       const key = version === 2 ? tokenKey(entry.key, bytes) : entry.key
       const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(header - NONCE_BYTES, header), { authTagLength: TAG_BYTES })
-      decipher.setAAD(bytes.subarray(0, AAD_BYTES))
+      const aad = bytes.subarray(0, AAD_BYTES)
+      decipher.setAAD(context === undefined ? aad : Buffer.concat([aad, Buffer.from(context)]))
       decipher.setAuthTag(bytes.subarray(tagStart))
       const text = decipher.update(bytes.subarray(header, tagStart)).toString()
       // final() releases no bytes under GCM; it checks the tag.

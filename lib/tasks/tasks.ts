@@ -8,11 +8,15 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { randomBytes } from 'node:crypto'
 import { CallState, McpContext, kCallState, type AskTarget, type NotificationStream } from '../context.js'
 import { boundedInteger, fail, knownFields, nonNegativeInteger, optionalBoolean, plainObject } from '../check.js'
+import { callerAddress } from '../address.js'
+import type { FormAnswers } from '../elicitation/answers.js'
+import { questionFor } from '../elicitation/questions.js'
 import { ErrorCode, InvalidDefinitionError, InvalidRequestStateError, McpError, invalidParams, invalidRequest, missingCapability } from '../errors.js'
-import type { Asked, Delivered, Delivery, ReplayStart } from '../mrtr/engine.js'
-import { PROTOCOL_VERSION, setOwn, type JsonObject } from '../protocol/wire.js'
-import type { Task, TaskSealer, TaskState } from './record.js'
-import type { StoredTask, TaskStatus, TaskStore } from './store.js'
+import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from '../mrtr/engine.js'
+import { TokenTooLongError } from '../mrtr/seal.js'
+import { PROTOCOL_VERSION, setOwn, type InputRequest, type JsonObject } from '../protocol/wire.js'
+import type { Task, TaskRecord, TaskSealer, TaskState } from './record.js'
+import { isTaskId, type StoredTask, type TaskQuota, type TaskStatus, type TaskStore } from './store.js'
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
 
@@ -85,8 +89,10 @@ export interface TasksParts {
   sealer: TaskSealer
   /** How long a running pass holds its task, in ms. */
   lease: number
-  /** Tasks a caller may hold at once. */
-  perCaller: number
+  /** What a caller's tasks may hold at once: `limits.tasksPerCaller` and `limits.taskBytesPerCaller`. */
+  quota: TaskQuota
+  /** The registration's forms, which answers given through `tasks/update` are checked against. */
+  forms: FormAnswers
   /** The most characters a stored result may take (bodyLimit). */
   resultLength: number
   log: FastifyBaseLogger
@@ -101,12 +107,17 @@ export interface TaskEvent {
   node: string
 }
 
+/** How a write of a task goes: with a lease until then, unannounced, or checked against its caller's quota. */
+export interface WriteOptions {
+  leaseUntil?: number
+  announce?: boolean
+  quota?: boolean
+}
+
 /** Runs one pass of a task's tool with a context made for it: the tool's result, or its questions stored. */
 export type PassRunner = (ctx: McpContext) => Promise<JsonObject>
 
 const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled'])
-/** The longest task id accepted: ids are 22 characters. */
-const MAX_ID_LENGTH = 64
 /** How many times a write that lost a race is tried again on fresh data. */
 const WRITE_ATTEMPTS = 8
 
@@ -125,9 +136,13 @@ export function declaresTasks (ctx: McpContext): boolean {
   return ctx.protocolVersion === PROTOCOL_VERSION && ctx.clientSupports(TASKS_EXTENSION)
 }
 
-/** Refuses a tasks method or filter to a client without the extension (-32021, before any lookup). */
+/**
+ * Refuses a tasks method or filter to a client without the extension (-32021), and to an authenticated caller with no
+ * principal (403: its tasks would be anyone's), before any lookup.
+ */
 export function requireTasks (ctx: McpContext): void {
   if (!declaresTasks(ctx)) throw missingCapability(MISSING_EXTENSION)
+  if (ctx[kCallState].principal.state === 'unbound') throw unboundPrincipal('its tasks')
 }
 
 /** The error of a tool that must run as a task, for a client that cannot take one. */
@@ -226,16 +241,16 @@ class Running {
   hold (lease: number): void {
     this.#renewal = setInterval(() => {
       // A renewal changes nothing a client sees: no one is told of it.
-      this.write('working', this.current.state, Date.now() + lease, false).catch(() => {})
+      this.write('working', this.current.state, { leaseUntil: Date.now() + lease, announce: false }).catch(() => {})
     }, Math.max(1, Math.floor(lease / 3)))
     this.#renewal.unref()
   }
 
   /** Writes the task in `status` with `state`, unless it was lost; whether it was written. */
-  write (status: TaskStatus, state: TaskState, leaseUntil?: number, announce = true): Promise<boolean> {
+  write (status: TaskStatus, state: TaskState, how: WriteOptions = {}): Promise<boolean> {
     const next = this.#queue.then(async () => {
       if (this.#lost) return false
-      const written = await this.#tasks.replace(this.current, status, state, leaseUntil, announce)
+      const written = await this.#tasks.replace(this.current, status, state, how)
       if (written === undefined) {
         this.lose('the task was changed elsewhere')
         return false
@@ -267,7 +282,8 @@ class Running {
     setImmediate(() => {
       this.#reporting = false
       const state = { ...this.current.state, message: this.#message }
-      this.write(this.current.stored.status, state, this.current.stored.leaseUntil).catch(() => {})
+      const { status, leaseUntil } = this.current.stored
+      this.write(status, state, { leaseUntil, quota: true }).catch(() => {})
     })
   }
 }
@@ -291,7 +307,7 @@ class TaskDelivery implements Delivery {
     const state: TaskState = { ...running.current.state, ledger: asked.ledger, round, asked: asked.inputRequests }
     delete (state as { answers?: unknown }).answers
     delete (state as { message?: unknown }).message
-    await running.write('input_required', state)
+    await running.write('input_required', state, { quota: true })
     return { kind: 'reply', result: { resultType: 'input_required', inputRequests: asked.inputRequests, requestState: '' } }
   }
 }
@@ -317,7 +333,7 @@ export class Tasks {
       ledger: [],
       round: 0,
     }
-    this.#decoy = { id: '', version: 0, status: 'working', createdAt: 0, updatedAt: 0, expiresAt: 0, owner: '', sealed: parts.sealer.seal(state) }
+    this.#decoy = parts.sealer.seal({ id: '', version: 0, status: 'working', createdAt: 0, updatedAt: 0, expiresAt: 0, owner: '' }, state)
   }
 
   /** Sets what runs a pass of a task's tool. */
@@ -398,19 +414,22 @@ export class Tasks {
       const task = await this.#owned(ctx)
       const { stored, state } = task
       if (stored.status !== 'input_required') return {}
-      const asked = state.asked as JsonObject
+      const asked = state.asked as Record<string, InputRequest>
       const answers: JsonObject = { ...state.answers }
       let changed = false
       for (const key of Object.keys(responses)) {
         if (!Object.hasOwn(asked, key) || Object.hasOwn(answers, key)) continue
+        // Refused here, as a round refuses it, so a wrong answer leaves the task waiting rather than failing it.
+        const checked = questionFor(asked[key]).check(responses[key], this.#parts.forms)
+        if (!checked.ok) throw invalidParams(`inputResponses.${key}: ${checked.message}`)
         setOwn(answers, key, responses[key])
         changed = true
       }
       if (!changed) return {}
       const complete = Object.keys(asked).every((key) => Object.hasOwn(answers, key))
       const next = complete
-        ? await this.replace(task, 'working', { ...state, answers, message: undefined }, Date.now() + this.#parts.lease)
-        : await this.replace(task, 'input_required', { ...state, answers })
+        ? await this.replace(task, 'working', { ...state, answers, message: undefined }, { leaseUntil: Date.now() + this.#parts.lease, quota: true })
+        : await this.replace(task, 'input_required', { ...state, answers }, { quota: true })
       if (next === undefined) continue
       if (complete) this.#start(ctx.request, next)
       return {}
@@ -453,45 +472,59 @@ export class Tasks {
   async close (): Promise<void> {
     await Promise.all([...this.#running.values()].map(async (running) => {
       const { stored, state } = running.current
-      await running.write(stored.status, state, Date.now()).catch(() => false)
+      await running.write(stored.status, state, { leaseUntil: Date.now() }).catch(() => false)
       running.lose('the server is closing')
     }))
   }
 
-  /** Replaces a task with its next version; the new task, or undefined when it changed meanwhile. */
-  async replace (
-    task: Task,
-    status: TaskStatus,
-    state: TaskState,
-    leaseUntil?: number,
-    announce = true
-  ): Promise<Task | undefined> {
-    const now = Date.now()
+  /**
+   * Replaces a task with its next version; the new task, or undefined when it changed meanwhile. With `quota`, a write
+   * that grows it past its caller's quota or the store's bound is refused (429).
+   */
+  async replace (task: Task, status: TaskStatus, state: TaskState, how: WriteOptions = {}): Promise<Task | undefined> {
     const previous = task.stored
-    const stored: StoredTask = {
+    const stored = this.#seal({
       id: previous.id,
       version: previous.version + 1,
       status,
       createdAt: previous.createdAt,
-      updatedAt: now,
+      updatedAt: Date.now(),
       expiresAt: previous.expiresAt,
       owner: previous.owner,
-      sealed: this.#parts.sealer.seal(state),
-      ...(leaseUntil === undefined ? {} : { leaseUntil }),
-    }
+      ...(how.leaseUntil === undefined ? {} : { leaseUntil: how.leaseUntil }),
+    }, state)
     let written
     try {
-      written = await this.#parts.store.update(stored)
+      written = await this.#parts.store.update(stored, how.quota === true ? this.#parts.quota : undefined)
     } catch (error) {
       this.#parts.log.error({ err: error, mcp: { task: previous.id } }, 'mocapi: the task store failed to update a task')
       throw storeFailed()
     }
-    if (!written) return undefined
-    if (announce) this.#parts.announce(previous.id)
+    if (written === 'full') throw this.#full()
+    if (written === 'stale') return undefined
+    if (how.announce !== false) this.#parts.announce(previous.id)
     return { stored, state }
   }
 
+  /** A stored task of `record` with `state`; -32602 when the state is larger than a task may hold. */
+  #seal (record: TaskRecord, state: TaskState): StoredTask {
+    try {
+      return this.#parts.sealer.seal(record, state)
+    } catch (error) {
+      if (!(error instanceof TokenTooLongError)) throw error
+      throw invalidParams(`The task would hold ${error.length} characters of state, more than one task may ` +
+        `(${this.#parts.sealer.maxLength}: 8 times bodyLimit, at most limits.taskBytesPerCaller)`)
+    }
+  }
+
+  #full (): McpError {
+    const { tasks, bytes } = this.#parts.quota
+    return invalidRequest(`This caller holds as many tasks as it may (${tasks}, limits.tasksPerCaller) or as much task ` +
+      `state (${bytes} characters, limits.taskBytesPerCaller), or the task store is full; let some expire, then try again`, 429)
+  }
+
   async #create (ctx: McpContext, task: ToolTask, status: TaskStatus, fields: Pick<TaskState, 'ledger' | 'round' | 'result'>): Promise<Task> {
+    if (ctx[kCallState].principal.state === 'unbound') throw unboundPrincipal('its task')
     const now = Date.now()
     const { capabilities, info } = ctx[kCallState].client
     const params: JsonObject = { name: ctx.params.name, arguments: ctx.params.arguments ?? {} }
@@ -506,28 +539,24 @@ export class Tasks {
       ...fields,
       ...(task.rerun ? { rerun: true } : {}),
     }
-    const stored: StoredTask = {
+    const stored = this.#seal({
       id: randomBytes(16).toString('base64url'),
       version: 1,
       status,
       createdAt: now,
       updatedAt: now,
       expiresAt: now + task.ttl,
-      owner: this.#parts.sealer.owner(ctx.principal, ctx.request.ip),
-      sealed: this.#parts.sealer.seal(state),
+      owner: this.#parts.sealer.owner(ctx.principal, callerAddress(ctx.request.ip)),
       ...(status === 'working' ? { leaseUntil: now + this.#parts.lease } : {}),
-    }
+    }, state)
     let created
     try {
-      created = await this.#parts.store.create(stored, this.#parts.perCaller)
+      created = await this.#parts.store.create(stored, this.#parts.quota)
     } catch (error) {
       this.#parts.log.error({ err: error }, 'mocapi: the task store failed to create a task')
       throw storeFailed()
     }
-    if (!created) {
-      throw invalidRequest(`This caller holds as many tasks as it may (${this.#parts.perCaller}, limits.tasksPerCaller), or the ` +
-        'task store is full; let some expire, then call again', 429)
-    }
+    if (created !== 'written') throw this.#full()
     return { stored, state }
   }
 
@@ -536,7 +565,7 @@ export class Tasks {
     const id = ctx.params.taskId as string
     let task: Task | undefined
     try {
-      task = id.length <= MAX_ID_LENGTH ? await this.#read(id) : undefined
+      task = isTaskId(id) ? await this.#read(id) : undefined
     } catch (error) {
       if (!(error instanceof InvalidRequestStateError)) throw error
       this.#parts.log.warn({ mcp: { task: id, reason: error.reason } }, 'mocapi refused a stored task that does not open under the key ring')
@@ -566,7 +595,7 @@ export class Tasks {
     const { stored, state } = task
     if (stored.status !== 'working' || (stored.leaseUntil as number) > Date.now() || this.#running.has(stored.id)) return task
     const next = state.rerun === true
-      ? await this.replace(task, 'working', { ...state, message: 'Running again: the node running it stopped' }, Date.now() + this.#parts.lease)
+      ? await this.replace(task, 'working', { ...state, message: 'Running again: the node running it stopped' }, { leaseUntil: Date.now() + this.#parts.lease })
       : await this.replace(task, 'failed', {
         ...state,
         message: 'The node running this task stopped before it finished',
@@ -598,24 +627,25 @@ export class Tasks {
     const id = task.stored.id
     this.#running.set(id, running)
     running.hold(this.#parts.lease)
+    const fail = async (error: unknown): Promise<void> => {
+      if (running.lost) return
+      const failure = error instanceof McpError ? error.toJSON() : { code: ErrorCode.InternalError, message: 'Internal error' }
+      if (!(error instanceof McpError)) this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: a task pass failed')
+      // A failed task keeps nothing it no longer needs, so its write fits where the pass's own did not.
+      const { asked: _asked, answers: _answers, result: _result, ...kept } = running.current.state
+      await running.write('failed', { ...kept, ledger: [], error: failure, message: failure.message })
+    }
     passing.then(async (result) => {
       if (result.resultType === 'input_required' || running.lost) return
       const length = JSON.stringify(result).length
       if (length > this.#parts.resultLength) {
-        await running.write('failed', {
-          ...running.current.state,
-          error: { code: ErrorCode.InternalError, message: `The tool's result takes ${length} characters, more than a task keeps (bodyLimit)` },
-        })
+        await fail(new McpError(ErrorCode.InternalError, `The tool's result takes ${length} characters, more than a task keeps (bodyLimit)`))
         return
       }
       // The CallToolResult as a 2026-07-28 call answers it, `resultType` included.
-      await running.write('completed', { ...running.current.state, result: { resultType: 'complete', ...result }, message: undefined })
-    }, async (error: unknown) => {
-      if (running.lost) return
-      const failure = error instanceof McpError ? error.toJSON() : { code: ErrorCode.InternalError, message: 'Internal error' }
-      if (!(error instanceof McpError)) this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: a task pass failed')
-      await running.write('failed', { ...running.current.state, error: failure, message: failure.message })
-    }).catch((error: unknown) => {
+      const state = { ...running.current.state, result: { resultType: 'complete', ...result }, message: undefined }
+      await running.write('completed', state, { quota: true }).catch(fail)
+    }, fail).catch((error: unknown) => {
       this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: the outcome of a task pass could not be stored')
     }).finally(() => {
       running.end()

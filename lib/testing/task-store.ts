@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import type { StoredTask, TaskStore } from '../tasks/store.js'
+import type { StoredTask, TaskQuota, TaskStore } from '../tasks/store.js'
 
 /** One check of a {@link TaskStore}: run it in your test runner of choice; it throws an AssertionError on failure. */
 export interface TaskStoreCheck {
@@ -27,6 +27,9 @@ function next (previous: StoredTask, fields: Partial<StoredTask> = {}): StoredTa
   return { ...previous, version: previous.version + 1, updatedAt: previous.updatedAt + 1, ...fields }
 }
 
+/** Room enough for whatever a check stores. */
+const ROOMY: TaskQuota = { tasks: 10, bytes: 16 * 1024 * 1024 }
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
@@ -43,10 +46,10 @@ export function taskStoreChecks (make: () => TaskStore | Promise<TaskStore>): Ta
   const checks: Array<[string, (store: TaskStore) => Promise<void>]> = [
     ['a created task is found at once, as it was stored', async (store) => {
       const created = task({ leaseUntil: Date.now() + 30_000 })
-      assert.equal(await store.create(created, 10), true)
+      assert.equal(await store.create(created, ROOMY), 'written')
       assert.deepEqual(await store.get(created.id), created)
       const plain = task()
-      await store.create(plain, 10)
+      await store.create(plain, ROOMY)
       assert.equal('leaseUntil' in (await store.get(plain.id) as StoredTask), false, 'an absent field stays absent')
     }],
     ['an unknown id is undefined', async (store) => {
@@ -54,49 +57,81 @@ export function taskStoreChecks (make: () => TaskStore | Promise<TaskStore>): Ta
     }],
     ['a second create of an id is refused, and leaves the first', async (store) => {
       const created = task()
-      await store.create(created, 10)
-      await assert.rejects(store.create({ ...created, sealed: 'other' }, 10))
+      await store.create(created, ROOMY)
+      await assert.rejects(store.create({ ...created, sealed: 'other' }, ROOMY))
       assert.deepEqual(await store.get(created.id), created)
     }],
     ['an update replaces the version before it only', async (store) => {
       const first = task()
-      await store.create(first, 10)
+      await store.create(first, ROOMY)
       const second = next(first, { status: 'input_required' })
-      assert.equal(await store.update(second), true)
-      assert.equal(await store.update(second), false, 'the same version again')
-      assert.equal(await store.update(next(next(second))), false, 'a version skipped')
-      assert.equal(await store.update(next(first, { sealed: 'stale' })), false, 'a stale writer')
+      assert.equal(await store.update(second), 'written')
+      assert.equal(await store.update(second), 'stale', 'the same version again')
+      assert.equal(await store.update(next(next(second))), 'stale', 'a version skipped')
+      assert.equal(await store.update(next(first, { sealed: 'stale' })), 'stale', 'a stale writer')
       assert.deepEqual(await store.get(first.id), second)
-      assert.equal(await store.update(task()), false, 'an unknown task')
+      assert.equal(await store.update(task()), 'stale', 'an unknown task')
     }],
     ['of concurrent updates from one version, exactly one wins', async (store) => {
       const first = task()
-      await store.create(first, 10)
+      await store.create(first, ROOMY)
       const writers = Array.from({ length: 20 }, (_, i) => next(first, { sealed: `writer ${i}` }))
       const won = await Promise.all(writers.map((writer) => store.update(writer)))
-      assert.equal(won.filter(Boolean).length, 1)
-      assert.equal((await store.get(first.id))?.sealed, writers[won.indexOf(true)].sealed)
+      assert.equal(won.filter((write) => write === 'written').length, 1)
+      assert.equal((await store.get(first.id))?.sealed, writers[won.indexOf('written')].sealed)
     }],
     ['a task is gone once it expires, and cannot be updated', async (store) => {
       const short = task({ expiresAt: Date.now() + 300 })
-      await store.create(short, 10)
+      await store.create(short, ROOMY)
       assert.notEqual(await store.get(short.id), undefined)
       await sleep(450)
       assert.equal(await store.get(short.id), undefined)
-      assert.equal(await store.update(next(short)), false)
+      assert.equal(await store.update(next(short)), 'stale')
     }],
-    ['an owner holds at most perOwner live tasks; others are not counted, expired ones free their place', async (store) => {
+    ['an owner holds at most quota.tasks live tasks; others are not counted, expired ones free their place', async (store) => {
       const owner = randomBytes(16).toString('base64url')
       const soon = Date.now() + 300
-      for (let i = 0; i < 3; i++) assert.equal(await store.create(task({ owner, expiresAt: soon }), 3), true)
-      assert.equal(await store.create(task({ owner }), 3), false, 'past the bound')
-      assert.equal(await store.create(task(), 3), true, 'another owner')
+      const quota = { tasks: 3, bytes: ROOMY.bytes }
+      for (let i = 0; i < 3; i++) assert.equal(await store.create(task({ owner, expiresAt: soon }), quota), 'written')
+      assert.equal(await store.create(task({ owner }), quota), 'full', 'past the bound')
+      assert.equal(await store.create(task(), quota), 'written', 'another owner')
       await sleep(450)
-      assert.equal(await store.create(task({ owner }), 3), true, 'the expired ones no longer count')
+      assert.equal(await store.create(task({ owner }), quota), 'written', 'the expired ones no longer count')
+    }],
+    ['an owner holds at most quota.bytes of sealed state; expired tasks free theirs', async (store) => {
+      const owner = randomBytes(16).toString('base64url')
+      const quota = { tasks: 10, bytes: 1000 }
+      const sealed = (length: number) => 'x'.repeat(length)
+      const first = task({ owner, sealed: sealed(600), expiresAt: Date.now() + 300 })
+      assert.equal(await store.create(first, quota), 'written')
+      assert.equal(await store.create(task({ owner, sealed: sealed(401) }), quota), 'full', 'one character past the bound')
+      assert.equal(await store.create(task({ sealed: sealed(900) }), quota), 'written', 'another owner')
+      const second = task({ owner, sealed: sealed(400) })
+      assert.equal(await store.create(second, quota), 'written', 'exactly the bound')
+      await sleep(450)
+      assert.equal(await store.create(task({ owner, sealed: sealed(600) }), quota), 'written', 'the expired task no longer counts')
+      assert.equal(await store.get(second.id) !== undefined, true)
+    }],
+    ['an update that grows a task past its owner\'s quota is full and changes nothing; one that shrinks it, or has no quota, is written', async (store) => {
+      const owner = randomBytes(16).toString('base64url')
+      const quota = { tasks: 10, bytes: 1000 }
+      const first = task({ owner, sealed: 'x'.repeat(500) })
+      await store.create(first, quota)
+      await store.create(task({ owner, sealed: 'x'.repeat(300) }), quota)
+      const grown = next(first, { sealed: 'y'.repeat(701) })
+      assert.equal(await store.update(grown, quota), 'full')
+      assert.deepEqual(await store.get(first.id), first, 'unchanged')
+      const fits = next(first, { sealed: 'y'.repeat(700) })
+      assert.equal(await store.update(fits, quota), 'written', 'exactly the bound')
+      const shrunk = next(fits, { sealed: 'z'.repeat(10) })
+      assert.equal(await store.update(shrunk, { tasks: 10, bytes: 0 }), 'written', 'a smaller state always fits')
+      const unchecked = next(shrunk, { sealed: 'w'.repeat(5000) })
+      assert.equal(await store.update(unchecked), 'written', 'no quota, no bound')
+      assert.equal(await store.create(task({ owner, sealed: 'x' }), quota), 'full', 'the unchecked write still counts')
     }],
     ['a large sealed state survives the round trip', async (store) => {
       const big = task({ sealed: randomBytes(768 * 1024).toString('base64url') })
-      await store.create(big, 10)
+      await store.create(big, ROOMY)
       assert.equal((await store.get(big.id))?.sealed, big.sealed)
     }],
   ]

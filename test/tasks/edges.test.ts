@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
-import mocapi, { McpError, MemoryTaskStore, requestedSchema, type MocapiOptions, type StoredTask, type TaskStore } from '../../lib/index.js'
+import mocapi, { McpError, MemoryTaskStore, requestedSchema, type MocapiOptions, type StoredTask, type TaskQuota, type TaskStore } from '../../lib/index.js'
 import { createTestClient } from '../../lib/testing/index.js'
 import { KEY, call, capturedLogs } from '../helpers.js'
 import { WITH_TASKS, status, task, until } from './client.js'
@@ -13,15 +13,15 @@ class Contended implements TaskStore {
   /** Makes every task read as gone, as one that expired. */
   gone = false
   closed = false
-  create (stored: StoredTask, perOwner: number) { return this.inner.create(stored, perOwner) }
+  create (stored: StoredTask, quota: TaskQuota) { return this.inner.create(stored, quota) }
   async get (id: string) { return this.gone ? undefined : this.inner.get(id) }
-  async update (stored: StoredTask) {
+  async update (stored: StoredTask, quota?: TaskQuota) {
     if (this.fail === 'update') throw new Error('the store went away')
     if (this.refusals > 0) {
       this.refusals--
-      return false
+      return 'stale' as const
     }
-    return this.inner.update(stored)
+    return this.inner.update(stored, quota)
   }
 
   close () { this.closed = true }

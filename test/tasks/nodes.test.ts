@@ -93,13 +93,17 @@ t.test('a question answered through another node: that node runs the next pass',
   t.equal(done.result.content[0].text, 'n=7 on node1')
 })
 
-t.test('an answer that fails its schema fails the task with the reason', async (t) => {
-  const { nodes: [a] } = await fleet(t, 1)
+t.test('an answer that fails its schema is refused naming the field, and the task keeps waiting for a good one', async (t) => {
+  const { nodes: [a, b] } = await fleet(t, 2)
   const { body } = await task(a, 'tools/call', { name: 'ask' })
-  await until(() => status(a, body.result.taskId), (s) => s.status === 'input_required')
-  await task(a, 'tasks/update', { taskId: body.result.taskId, inputResponses: { 'elicit-1': { action: 'accept', content: { n: 'seven' } } } })
-  const failed = await until(() => status(a, body.result.taskId), (s) => s.status === 'failed')
-  t.match(failed.error, { code: -32602, message: /inputResponses\.elicit-1: content\.n must be integer/ })
+  const taskId = body.result.taskId
+  await until(() => status(a, taskId), (s) => s.status === 'input_required')
+  const refused = await task(b, 'tasks/update', { taskId, inputResponses: { 'elicit-1': { action: 'accept', content: { n: 'seven' } } } })
+  t.match(refused.body.error, { code: -32602, message: /inputResponses\.elicit-1: content\.n must be integer/ })
+  t.equal((await status(a, taskId)).status, 'input_required')
+  await task(b, 'tasks/update', { taskId, inputResponses: { 'elicit-1': { action: 'accept', content: { n: 7 } } } })
+  const done = await until(() => status(a, taskId), (s) => s.status === 'completed')
+  t.match(done.result.content[0].text, /^n=7 on node/)
 })
 
 t.test('two updates at once that both complete the answers start one pass', async (t) => {
@@ -207,7 +211,7 @@ t.test('a store that fails: task calls get a clear error, logged; the rest of th
   t.match(created.body.error.message, /task store could not be reached/)
   const detached = await task(app, 'tools/call', { name: 'later' })
   t.equal(detached.status, 503, 'a call that detaches too')
-  t.equal((await task(app, 'tasks/get', { taskId: 'abc' })).status, 503)
+  t.equal((await task(app, 'tasks/get', { taskId: 'A'.repeat(22) })).status, 503)
   t.ok(lines.some((line) => line.level === 50 && /task store failed/.test(line.msg)), 'logged at error')
   t.equal((await call(app, 'tools/call', { name: 'job' })).body.result.content[0].text, 'done', 'a plain call still works')
 })
