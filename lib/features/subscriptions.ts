@@ -1,5 +1,7 @@
 import { kCallState, type McpContext, type NotificationStream } from '../context.js'
 import { invalidParams, invalidRequest } from '../errors.js'
+import { callerAddress } from '../address.js'
+import { isTaskId } from '../tasks/store.js'
 import { requireTasks } from '../tasks/tasks.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 
@@ -34,9 +36,9 @@ export interface StreamLimits {
 /** Whether a caller may see a URI, exactly when a read would serve it: a boolean unless some item checks access. */
 export type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
 
-/** Anonymous callers count by address, not session: a session is free to make, so it would bound nothing. */
+/** Anonymous callers count by address (an IPv6 one by its /64), not session: a session is free to make. */
 export function callerOf (ctx: McpContext): string {
-  return ctx.principal === null ? `address:${ctx.request.ip}` : `principal:${ctx.principal}`
+  return ctx.principal === null ? `address:${callerAddress(ctx.request.ip)}` : `principal:${ctx.principal}`
 }
 
 export interface Listener {
@@ -57,9 +59,6 @@ export type TaskView = (id: string, principal: string | null) => Promise<JsonObj
 
 interface Filter { lists: Set<ListKind>, uris: Set<string>, tasks: Set<string> }
 
-/** Task ids are 22 characters; a longer one names no task. */
-const MAX_TASK_ID = 64
-
 /** The dispatcher already made sure `value` is an object. */
 function readFilter (ctx: McpContext, value: JsonObject, limits: StreamLimits): Filter {
   const lists = new Set<ListKind>()
@@ -69,8 +68,8 @@ function readFilter (ctx: McpContext, value: JsonObject, limits: StreamLimits): 
     const item = value[key]
     if (key === 'taskIds') {
       requireTasks(ctx)
-      if (!Array.isArray(item) || !item.every((id) => typeof id === 'string' && id.length <= MAX_TASK_ID)) {
-        throw invalidParams(`params.notifications.taskIds must be an array of task ids (at most ${MAX_TASK_ID} characters each)`)
+      if (!Array.isArray(item) || !item.every(isTaskId)) {
+        throw invalidParams('params.notifications.taskIds must be an array of task ids (22 base64url characters each)')
       }
       if (item.length > limits.subscriptionUris) {
         throw invalidParams(`params.notifications.taskIds holds ${item.length} ids; at most ${limits.subscriptionUris} are accepted (limits.subscriptionUris)`)

@@ -163,6 +163,9 @@ t.test('a task id that is not one mocapi makes is unknown before the store is as
     t.same([status, body.error.code, body.error.message], [200, -32602, 'Failed to retrieve task: Task not found'], taskId)
   }
   t.same(asked, [])
+  const listen = await post(url, 'subscriptions/listen', { notifications: { taskIds: ['A'.repeat(22), 'all'] } })
+  t.match(listen.body.error, { code: -32602, message: 'params.notifications.taskIds must be an array of task ids (22 base64url characters each)' },
+    'nor does a listen stream take one')
 })
 
 t.test('a store writer who swaps two tasks\' states gets neither read: each state opens only as its own task', async (t) => {
