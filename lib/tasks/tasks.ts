@@ -13,7 +13,7 @@ import type { FormAnswers } from '../elicitation/answers.js'
 import { questionFor } from '../elicitation/questions.js'
 import { ErrorCode, InvalidDefinitionError, InvalidRequestStateError, McpError, invalidParams, invalidRequest, missingCapability } from '../errors.js'
 import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from '../mrtr/engine.js'
-import { TokenTooLongError } from '../mrtr/seal.js'
+import type { TokenTooLongError } from '../mrtr/seal.js'
 import { PROTOCOL_VERSION, setOwn, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import type { Task, TaskRecord, TaskSealer, TaskState } from './record.js'
 import { isTaskId, type StoredTask, type TaskQuota, type TaskStatus, type TaskStore } from './store.js'
@@ -511,8 +511,8 @@ export class Tasks {
     try {
       return this.#parts.sealer.seal(record, state)
     } catch (error) {
-      if (!(error instanceof TokenTooLongError)) throw error
-      throw invalidParams(`The task would hold ${error.length} characters of state, more than one task may ` +
+      // A state is JSON (a result was written once before it gets here): only its length can fail.
+      throw invalidParams(`The task would hold ${(error as TokenTooLongError).length} characters of state, more than one task may ` +
         `(${this.#parts.sealer.maxLength}: 8 times bodyLimit, at most limits.taskBytesPerCaller)`)
     }
   }

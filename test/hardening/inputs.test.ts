@@ -133,11 +133,14 @@ t.test('a request that could not come back the same from a token is refused when
       { code: -32602, message: `tool confirm cannot carry this request in a requestState token: it holds a number JSON cannot write (${shown})` }, `${number} would come back as null`)
   }
   t.equal((await raw('plain', '{"x":1e400}')).result.content[0].text, '{"x":null}', 'a call that asks nothing is not concerned')
+  t.match((await raw('confirm', '{"x":[1,[2,1e400]]}')).error.message, /it holds a number JSON cannot write \(Infinity\)/, 'inside arrays too')
   const nested = (depth: number) => `{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`
   t.equal((await raw('confirm', nested(MAX_DEPTH - 2))).result.resultType, 'input_required', 'arrays nested to the limit (params, arguments, then 998) are carried')
   t.same((await raw('confirm', nested(MAX_DEPTH - 1))).error,
     { code: -32602, message: `params.arguments nests objects or arrays more than ${MAX_DEPTH} levels deep` }, 'one level more is refused, at the envelope')
   t.equal((await raw('confirm', nested(20_000))).error.code, -32602, '20,000 deep: refused with the same error, no stack overflow')
+  t.equal((await raw('confirm', '{}', `,"odd-key":${'['.repeat(1000)}${']'.repeat(1000)}`)).error.message,
+    'params["odd-key"] nests objects or arrays more than 1000 levels deep', 'a field whose name is no identifier is quoted')
   const first = await call(app, 'tools/call', { name: 'model' }, { capabilities: { elicitation: {}, sampling: {} } })
   const answer = '{"role":"assistant","content":{"type":"text","text":"hi","score":1e400},"model":"m"}'
   const retried = await raw('model', '', `,"requestState":"${first.body.result.requestState}","inputResponses":{"sample-1":${answer}}`)

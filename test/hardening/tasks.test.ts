@@ -152,6 +152,33 @@ t.test('arguments, answers and capabilities nested thousands deep: -32602 naming
   t.notOk(lines.some((line) => line.level >= 50), 'nothing failed inside')
 })
 
+t.test('tasks/update checks URL, sampling and roots answers as a round does, and keeps the task waiting', async (t) => {
+  const { app, url } = await server(t)
+  app.mcp.tool({ name: 'kinds', task: { support: 'optional' } }, async (_args, ctx) => {
+    const [link, said, roots] = await Promise.all([
+      ctx.elicitUrl('Sign in', 'https://example.com/sign-in'),
+      ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 5 }),
+      ctx.listRoots(),
+    ])
+    return `${link.action} ${said.model} ${roots.length}`
+  })
+  const capabilities = { ...WITH_TASKS, elicitation: { url: {} }, sampling: {}, roots: {} }
+  const { body } = await post(url, 'tools/call', { name: 'kinds', arguments: {} }, { meta: META(capabilities) })
+  const taskId = body.result.taskId
+  await until(() => statusOf(url, taskId), (s) => s.status === 'input_required')
+  const send = (inputResponses: object) => post(url, 'tasks/update', { taskId, inputResponses }, { meta: META(capabilities) })
+  t.match((await send({ 'elicit-1': { action: 'maybe' } })).body.error.message, /^inputResponses\.elicit-1: result\.action must be one of/)
+  t.match((await send({ 'sample-2': { role: 'user' } })).body.error.message, /^inputResponses\.sample-2: result\.content must be/)
+  t.match((await send({ 'roots-3': { roots: 'all' } })).body.error.message, /^inputResponses\.roots-3: result\.roots must be an array/)
+  t.equal((await statusOf(url, taskId)).status, 'input_required')
+  await send({
+    'elicit-1': { action: 'accept' },
+    'sample-2': { role: 'assistant', content: { type: 'text', text: 'hello' }, model: 'm1' },
+    'roots-3': { roots: [{ uri: 'file:///a' }] },
+  })
+  t.match(await until(() => statusOf(url, taskId), (s) => s.status === 'completed'), { result: { content: [{ text: 'accept m1 1' }] } })
+})
+
 t.test('a task id that is not one mocapi makes is unknown before the store is asked', async (t) => {
   const asked: string[] = []
   const store = new MemoryTaskStore()

@@ -173,7 +173,7 @@ t.test('taskIds on a listen stream need the extension on that request, and are b
   t.equal(body.error.code, -32021)
   const bad = await call(a, 'subscriptions/listen', { notifications: { taskIds: [5] } }, { capabilities: WITH_TASKS })
   t.equal(bad.body.error.code, -32602)
-  const many = await call(a, 'subscriptions/listen', { notifications: { taskIds: ['a', 'b', 'c'] } }, { capabilities: WITH_TASKS })
+  const many = await call(a, 'subscriptions/listen', { notifications: { taskIds: ['a'.repeat(22), 'b'.repeat(22), 'c'.repeat(22)] } }, { capabilities: WITH_TASKS })
   t.match(many.body.error, { code: -32602, message: /at most 2 are accepted \(limits\.subscriptionUris\)/ })
 })
 
