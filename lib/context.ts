@@ -4,8 +4,8 @@ import { FormQuestion, ROOTS_QUESTION, SamplingQuestion, UrlQuestion, type Quest
 import type { RequestedSchemaBuilder } from './elicitation/schema.js'
 import { InvalidArgumentError } from './errors.js'
 import { UI_EXTENSION, showsViews } from './features/views.js'
-import type { LedgerEntry } from './mrtr/codec.js'
-import type { Delivery } from './mrtr/engine.js'
+import type { LedgerEntry } from './modern/codec.js'
+import type { Delivery } from './replay/engine.js'
 import {
   LOGGING_LEVELS, isPlainObject,
   type ClientCapabilities, type CreateMessageParams, type CreateMessageResult, type Implementation, type JsonObject,

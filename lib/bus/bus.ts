@@ -1,9 +1,6 @@
-import type { ChangeEvent } from '../features/subscriptions.js'
-import type { SessionEvent } from '../legacy/hub.js'
-import type { TaskEvent } from '../tasks/tasks.js'
+import type { BusEvent } from './events.js'
 
-/** Everything a bus broadcasts: changes, and the events of 2025-era sessions. */
-export type BusEvent = ChangeEvent | SessionEvent | TaskEvent
+export type { BusEvent } from './events.js'
 
 /**
  * Carries events between the nodes of a deployment. The default is in-process; a shared bus (Redis pub/sub, say)

@@ -1,5 +1,5 @@
 /** Answers are checked before they enter the ledger, so nothing undeclared reaches the handler or rides in tokens. */
-import { digest } from '../digest.js'
+import { digest } from '../seal/digest.js'
 import { firstError, type SchemaCompiler, type Validator } from '../json-schema.js'
 import { deepFreeze, isPlainObject, type JsonObject } from '../protocol/wire.js'
 import { isBuilder, schemaJson, type PrimitiveSchemaDefinition, type RequestedSchema, type RequestedSchemaBuilder } from './schema.js'

@@ -1,5 +1,5 @@
 /** One object per ask, its wire request built only when sent: a replay reads the ledger (bench/README.md#questions). */
-import { digest } from '../digest.js'
+import { digest } from '../seal/digest.js'
 import { isPlainObject, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type Checked, type Form, type FormAnswers } from './answers.js'
 import { schemaJson, type RequestedSchemaBuilder } from './schema.js'

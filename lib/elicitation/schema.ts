@@ -1,5 +1,5 @@
 import { InvalidRequestedSchemaError } from '../errors.js'
-import { digest } from '../digest.js'
+import { digest } from '../seal/digest.js'
 import { deepFreeze } from '../protocol/wire.js'
 import type { Choice, Choices, FieldOptions, PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder, TitledChoice } from './schema-types.js'
 

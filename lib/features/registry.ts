@@ -1,6 +1,6 @@
 import type { PromptDefinition, PromptHandler, Prompts } from './prompts.js'
 import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './resources.js'
-import type { ChangeEvent } from './subscriptions.js'
+import type { ChangeEvent } from '../bus/events.js'
 import type { ViewDefinition } from './views.js'
 import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent, Tools, TypedBySchema } from './tools.js'
 

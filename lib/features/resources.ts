@@ -1,7 +1,7 @@
 import { cacheHint, nonEmptyString, plainObject, type CacheHint } from '../check.js'
 import type { McpContext } from '../context.js'
 import { InvalidDefinitionError, McpError, internalError, invalidParams } from '../errors.js'
-import type { InputRequiredResult, ReplayEngine } from '../mrtr/engine.js'
+import type { InputRequiredResult, ReplayEngine } from '../replay/engine.js'
 import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry } from './catalog.js'

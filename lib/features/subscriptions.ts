@@ -4,15 +4,7 @@ import { callerAddress } from '../address.js'
 import { isTaskId } from '../tasks/store.js'
 import { requireTasks } from '../tasks/tasks.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
-
-/** A change that listeners may be told about. */
-export type ChangeEvent =
-  | { kind: 'tools' | 'prompts' | 'resources' }
-  | { kind: 'resource', uri: string }
-
-export type ListKind = 'tools' | 'prompts' | 'resources'
-
-const LIST_KINDS: readonly ListKind[] = ['tools', 'prompts', 'resources']
+import { LIST_KINDS, type ChangeEvent, type ListKind } from '../bus/events.js'
 
 const LIST_FLAGS: Readonly<Record<string, ListKind>> = { toolsListChanged: 'tools', promptsListChanged: 'prompts', resourcesListChanged: 'resources' }
 

@@ -2,14 +2,9 @@
 import { randomBytes } from 'node:crypto'
 import type { Listener, Subscriptions } from '../features/subscriptions.js'
 import type { LoggingLevel } from '../protocol/wire.js'
+import type { SessionEvent } from '../bus/events.js'
 
 /** What a 2025-era session asked of whichever node holds its streams: a log level, a subscription, a cancellation. */
-export type SessionEvent =
-  | { kind: 'session', session: string, op: 'level', level: LoggingLevel }
-  /** `from`: the hub that published it, which applied it to the streams of its own node already. */
-  | { kind: 'session', session: string, op: 'subscribe' | 'unsubscribe', uri: string, from?: string }
-  | { kind: 'session', session: string, op: 'cancel', requestId: string | number }
-
 /** Sessions whose log level a node remembers; past it, the least recently used are forgotten. */
 export const MAX_REMEMBERED_LEVELS = 10_000
 

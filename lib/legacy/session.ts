@@ -7,7 +7,7 @@ import type { ClientCapabilities, Implementation } from '../protocol/wire.js'
 import { deepFreeze, isPlainObject } from '../protocol/wire.js'
 import type { Principal } from '../context.js'
 import { invalidParams, invalidRequest } from '../errors.js'
-import { Sealer, type KeyRing } from '../mrtr/seal.js'
+import { Sealer, type KeyRing } from '../seal/seal.js'
 import { UI_EXTENSION, VIEW_MIME_TYPE, showsViews } from '../features/views.js'
 
 /** The purpose byte of session ids: a requestState token never opens as one, nor the reverse. */

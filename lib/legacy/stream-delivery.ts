@@ -2,7 +2,7 @@
 import { kCallState, type McpContext } from '../context.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
 import { callerOf } from '../features/subscriptions.js'
-import type { Asked, Delivered, Delivery, ReplayStart } from '../mrtr/engine.js'
+import type { Asked, Delivered, Delivery, ReplayStart } from '../replay/engine.js'
 import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import type { Exchange } from './exchange.js'
 

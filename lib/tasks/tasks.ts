@@ -12,8 +12,8 @@ import { callerAddress } from '../address.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import { questionFor } from '../elicitation/questions.js'
 import { ErrorCode, InvalidDefinitionError, InvalidRequestStateError, McpError, invalidParams, invalidRequest, missingCapability } from '../errors.js'
-import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from '../mrtr/engine.js'
-import type { TokenTooLongError } from '../mrtr/seal.js'
+import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from '../replay/engine.js'
+import type { TokenTooLongError } from '../seal/seal.js'
 import { PROTOCOL_VERSION, setOwn, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import type { Task, TaskRecord, TaskSealer, TaskState } from './record.js'
 import { isTaskId, type StoredTask, type TaskQuota, type TaskStatus, type TaskStore } from './store.js'
@@ -98,13 +98,6 @@ export interface TasksParts {
   log: FastifyBaseLogger
   /** Tells every node that a task changed: its listen streams, and the node running it. */
   announce: (id: string) => void
-}
-
-/** That a task changed, from the node `node`: listen streams naming it re-read it, and so does a node running it. */
-export interface TaskEvent {
-  kind: 'task'
-  id: string
-  node: string
 }
 
 /** How a write of a task goes: with a lease until then, unannounced, or checked against its caller's quota. */

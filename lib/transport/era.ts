@@ -4,7 +4,7 @@ import type { McpError } from '../errors.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
 import type { Message } from '../protocol/envelope.js'
 import type { JsonObject } from '../protocol/wire.js'
-import type { CallWatch } from './calls.js'
+import type { CallWatch } from './observers.js'
 import type { ReplyChannel } from './channel.js'
 
 export interface Call {

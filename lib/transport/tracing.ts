@@ -7,7 +7,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { isPlainObject } from '../check.js'
 import { kCallState, type McpContext } from '../context.js'
 import { MOCAPI_VERSION } from '../version.js'
-import { UNWATCHED, type CallEnd, type CallObserver } from './calls.js'
+import { UNWATCHED, type CallEnd, type CallObserver } from './observers.js'
 
 type Api = typeof Otel
 

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { type BusEvent, type NotificationBus } from '../../lib/index.js'
-import { BusLink } from '../../lib/bus/attach.js'
+import { BusLink } from '../../lib/bus/link.js'
 import { KEY, call, capturedLogs } from '../helpers.js'
 
 /** A bus whose subscribe resolves when `up()` is called, or rejects with `fail()`. */

@@ -61,7 +61,7 @@ if (missing !== undefined && required) t.fail(`MOCAPI_REQUIRE_SERVERS=1 but ${mi
 else t.test('a Redis outage, on a real redis-server', { skip: missing }, outageTests)
 
 async function outageTests (t: Test): Promise<void> {
-  const { RedisBus } = await import('../../lib/redis.js')
+  const { RedisBus } = await import('../../lib/redis/index.js')
 
   t.test('a node that is only subscribed logs one line at error when Redis goes down, and one at warn when it is back, per outage', async (t) => {
     const redis = redisOn(t, await freePort())

@@ -30,7 +30,7 @@ if (missing !== undefined && required) t.fail(`MOCAPI_REQUIRE_SERVERS=1 but ${mi
 else t.test('RedisBus over a real redis-server', { skip: missing }, redisTests)
 
 async function redisTests (t: Test): Promise<void> {
-  const { RedisBus } = await import('../../lib/redis.js')
+  const { RedisBus } = await import('../../lib/redis/index.js')
   const redis = await startRedis(t)
   const admin = createClient({ url: redis.url })
   admin.on('error', () => {})

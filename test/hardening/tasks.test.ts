@@ -260,7 +260,7 @@ t.test('anonymous callers count by IPv4 address or IPv6 /64', async (t) => {
 })
 
 withRedis(t, 'RedisTaskStore bounds the whole store, over every caller, and takes no crafted id for a key', async (t) => {
-  const { RedisTaskStore } = await import('../../lib/redis.js')
+  const { RedisTaskStore } = await import('../../lib/redis/index.js')
   const redis = await startRedis(t)
   const store = new RedisTaskStore({ url: redis.url, prefix: 'bound:', maxBytes: 60_000 })
   const { url, token } = await server(t, { tasks: { store } })

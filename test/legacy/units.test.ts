@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
 import Fastify from 'fastify'
-import { KeyRing } from '../../lib/mrtr/seal.js'
+import { KeyRing } from '../../lib/seal/seal.js'
 import { SessionCodec, reduceCapabilities, reduceInfo, MAX_OPENED_SESSIONS, MAX_SESSION_ID_LENGTH, type Session } from '../../lib/legacy/session.js'
 import { MAX_REMEMBERED_LEVELS, SessionHub } from '../../lib/legacy/hub.js'
 import { legacyError, legacyResult } from '../../lib/legacy/shape.js'
@@ -65,7 +65,7 @@ t.test('an opened session id is kept, frozen, within a bound, and still expires'
 
 t.test('a sealed payload of the wrong shape is no session', async (t) => {
   const ring = new KeyRing([key])
-  const { Sealer } = await import('../../lib/mrtr/seal.js')
+  const { Sealer } = await import('../../lib/seal/seal.js')
   const sealer = new Sealer(ring, 3, 4096)
   const codec = new SessionCodec(ring, 60_000, () => 0)
   const good = ['id', null, 'anonymous', '2025-11-25', {}, null, 0, 10]

@@ -1,10 +1,10 @@
 import t from 'tap'
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../../lib/errors.js'
-import { DEFAULT_MAX_TOKEN_LENGTH, MAX_CLOCK_SKEW_MS, RequestStateCodec } from '../../lib/mrtr/codec.js'
-import { ephemeralKey } from '../../lib/mrtr/keys.js'
-import { KeyRing, TokenTooLongError } from '../../lib/mrtr/seal.js'
-import type { LedgerEntry, RequestStatePayload } from '../../lib/mrtr/codec.js'
+import { DEFAULT_MAX_TOKEN_LENGTH, MAX_CLOCK_SKEW_MS, RequestStateCodec } from '../../lib/modern/codec.js'
+import { ephemeralKey } from '../../lib/seal/keys.js'
+import { KeyRing, TokenTooLongError } from '../../lib/seal/seal.js'
+import type { LedgerEntry, RequestStatePayload } from '../../lib/modern/codec.js'
 
 const TTL = 600_000
 const T0 = 1_800_000_000_000

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
-import { digest } from '../../lib/digest.js'
+import { digest } from '../../lib/seal/digest.js'
 
 // Tokens minted by one version of mocapi are opened by the next during a rolling deploy, so the
 // digests in their ledgers must not change: the first 16 bytes of SHA-256, in base64url.

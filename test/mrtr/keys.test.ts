@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
-import { ephemeralKey, keysFromEnv, parseKeys, weakness } from '../../lib/mrtr/keys.js'
+import { ephemeralKey, keysFromEnv, parseKeys, weakness } from '../../lib/seal/keys.js'
 
 /** 32 bytes that look random and are the same on every run. */
 const raw = createHash('sha256').update('mocapi key fixture 5').digest()

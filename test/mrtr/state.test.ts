@@ -3,9 +3,9 @@ import Fastify from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { randomBytes } from 'node:crypto'
 import mocapi, { requestedSchema } from '../../lib/index.js'
-import { RequestStateCodec } from '../../lib/mrtr/codec.js'
-import { parseKeys } from '../../lib/mrtr/keys.js'
-import { KeyRing } from '../../lib/mrtr/seal.js'
+import { RequestStateCodec } from '../../lib/modern/codec.js'
+import { parseKeys } from '../../lib/seal/keys.js'
+import { KeyRing } from '../../lib/seal/seal.js'
 import { KEY, build, call, rpc } from '../helpers.js'
 
 const schema = requestedSchema().string('city')

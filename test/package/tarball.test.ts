@@ -135,7 +135,7 @@ async function tarballTests (): Promise<void> {
 
   t.test('the tarball carries the build, the command, the docs and the license, and nothing else', async (t) => {
     for (const file of ['LICENSE', 'README.md', 'CHANGELOG.md', 'package.json', 'bin/mocapi.js',
-      'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/testing/index.js', 'dist/lib/redis.js', 'dist/cli/main.js']) {
+      'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/testing/index.js', 'dist/lib/redis/index.js', 'dist/cli/main.js']) {
       t.ok(files.includes(file), file)
     }
     t.same(files.filter((file) => !/^(dist\/(lib|cli)|bin)\//.test(file)).sort(),

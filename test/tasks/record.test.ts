@@ -1,7 +1,7 @@
 import t from 'tap'
 import { InvalidRequestStateError } from '../../lib/errors.js'
-import { ephemeralKey } from '../../lib/mrtr/keys.js'
-import { KeyRing, Sealer } from '../../lib/mrtr/seal.js'
+import { ephemeralKey } from '../../lib/seal/keys.js'
+import { KeyRing, Sealer } from '../../lib/seal/seal.js'
 import { TaskSealer, type TaskState } from '../../lib/tasks/record.js'
 import type { StoredTask } from '../../lib/tasks/store.js'
 

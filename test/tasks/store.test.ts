@@ -41,7 +41,7 @@ t.test('MemoryTaskStore holds at most maxBytes of sealed state, in all, expired 
 
 // The store module is imported only in here, so a run without redis-server does not count it as uncovered.
 withRedis(t, 'RedisTaskStore over a real redis-server', async (t) => {
-  const { RedisTaskStore } = await import('../../lib/redis.js')
+  const { RedisTaskStore } = await import('../../lib/redis/index.js')
   const redis = await startRedis(t)
   let prefixes = 0
   for (const check of taskStoreChecks(() => new RedisTaskStore({ url: redis.url, prefix: `test:${++prefixes}:` }))) {

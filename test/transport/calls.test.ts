@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { McpContext } from '../../lib/context.js'
-import { UNWATCHED, callLog, observers, type CallObserver, type CallWatch } from '../../lib/transport/calls.js'
+import { UNWATCHED, callLog, observers, type CallObserver, type CallWatch } from '../../lib/transport/observers.js'
 
 const request = {} as FastifyRequest
 const reply = {} as FastifyReply

@@ -9,7 +9,7 @@ import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData } 
 import Fastify, { type FastifyInstance } from 'fastify'
 import mocapi, { requestedSchema } from '../../lib/index.js'
 import { DURATION_BUCKETS, callTracer, callTracing } from '../../lib/transport/tracing.js'
-import { UNWATCHED } from '../../lib/transport/calls.js'
+import { UNWATCHED } from '../../lib/transport/observers.js'
 import * as api from '@opentelemetry/api'
 import type { FastifyRequest } from 'fastify'
 import type { McpContext } from '../../lib/context.js'

@@ -5,18 +5,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CallState, McpContext } from '../context.js'
 import { headerMismatch, invalidRequest, unsupportedVersion, type McpError } from '../errors.js'
-import type { Delivery } from '../mrtr/engine.js'
+import type { Delivery } from '../replay/engine.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
 import { checkModernRequest, header, type Message } from '../protocol/envelope.js'
 import {
   LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO, PROTOCOL_VERSION,
   type Implementation, type JsonObject,
 } from '../protocol/wire.js'
-import { UNWATCHED } from './calls.js'
-import { ReplyChannel, type ChannelLimits, type Lifecycle } from './channel.js'
-import type { Call, Era } from './era.js'
+import { UNWATCHED } from '../transport/observers.js'
+import { ReplyChannel, type ChannelLimits, type Lifecycle } from '../transport/channel.js'
+import type { Call, Era } from '../transport/era.js'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
-import { principalOf } from './principal.js'
+import { principalOf } from '../transport/principal.js'
 
 export interface ModernParts {
   dispatcher: Dispatcher

@@ -1,7 +1,7 @@
-import { redisConnection } from '../bus/redis.js'
+import { redisConnection } from './connection.js'
 import { nonEmptyString, optionalFunction, positiveInteger } from '../check.js'
 import { jsonObject } from '../protocol/wire.js'
-import type { StoredTask, TaskQuota, TaskStatus, TaskStore, TaskWrite } from './store.js'
+import type { StoredTask, TaskQuota, TaskStatus, TaskStore, TaskWrite } from '../tasks/store.js'
 
 /** The part of a node-redis (v5 or v6) client that the task store uses. */
 export interface RedisTaskConnection {

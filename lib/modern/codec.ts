@@ -5,7 +5,7 @@
  */
 import { isPlainObject } from '../check.js'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js'
-import { Sealer, type KeyRing } from './seal.js'
+import { Sealer, type KeyRing } from '../seal/seal.js'
 
 /** One ledger slot: the input key `k`, the request's fingerprint `f`, the answer `r` (absent while pending). */
 export interface LedgerEntry {

@@ -1,5 +1,5 @@
 /** Kept in the ledger so a replay notices a changed question; shape and text digested apart to say which changed. */
-import { DIGEST_LENGTH, digest } from '../digest.js'
+import { DIGEST_LENGTH, digest } from '../seal/digest.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import type { Question, QuestionKind } from '../elicitation/questions.js'
 

@@ -1,8 +1,7 @@
-import { createClient } from 'redis'
-import { fail, nonEmptyString, optionalFunction, optionalString, positiveInteger } from '../check.js'
-import { InvalidOptionError } from '../errors.js'
-import type { BusEvent, NotificationBus } from './bus.js'
-import { LOGGING_LEVELS, jsonObject } from '../protocol/wire.js'
+import { nonEmptyString, optionalFunction, positiveInteger } from '../check.js'
+import type { NotificationBus } from '../bus/bus.js'
+import { parseEvent, type BusEvent } from '../bus/events.js'
+import { redisConnection } from './connection.js'
 
 /** The part of a node-redis (v5 or v6) client that the Redis bus uses. */
 export interface RedisConnection {
@@ -35,47 +34,7 @@ export interface RedisBusOptions {
   maxPending?: number
 }
 
-const LIST_KINDS = new Set(['tools', 'prompts', 'resources'])
-
-/** A fresh object of the event's known fields only; `undefined` when the message is none. */
-function parseEvent (message: string): BusEvent | undefined {
-  const value = jsonObject(message)
-  if (value === undefined) return undefined
-  const { kind, uri, session, op, level, requestId, from, id, node } = value
-  if (typeof kind !== 'string') return undefined
-  if (kind === 'task') return typeof id === 'string' && typeof node === 'string' ? { kind, id, node } : undefined
-  if (LIST_KINDS.has(kind)) return { kind: kind as 'tools' | 'prompts' | 'resources' }
-  if (kind === 'resource') return typeof uri === 'string' ? { kind, uri } : undefined
-  if (kind !== 'session' || typeof session !== 'string') return undefined
-  if (op === 'level') return LOGGING_LEVELS.includes(level as never) ? { kind, session, op, level: level as typeof LOGGING_LEVELS[number] } : undefined
-  if (op === 'subscribe' || op === 'unsubscribe') {
-    if (typeof uri !== 'string') return undefined
-    return typeof from === 'string' ? { kind, session, op, uri, from } : { kind, session, op, uri }
-  }
-  if (op === 'cancel' && (typeof requestId === 'string' || typeof requestId === 'number')) return { kind, session, op, requestId }
-  return undefined
-}
-
 function ignore (): void {}
-
-/**
- * The connection a Redis part of mocapi opens: a copy of `client`'s settings, or a client of `url`; without an
- * offline queue, so that while Redis is unreachable a command fails at once rather than wait in memory. Throws an
- * `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad `url` or `client` of `what`.
- */
-export function redisConnection<C> (
-  options: { url?: unknown, client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): C } },
-  what: string
-): C {
-  const url = optionalString(options.url, `${what} url`)
-  const { client } = options
-  if (client !== undefined && typeof client?.duplicate !== 'function') {
-    fail(`${what} client`, 'a redis client (with duplicate())', client)
-  }
-  if (client !== undefined && url !== undefined) throw new InvalidOptionError(`${what} takes url or client, not both`)
-  return client?.duplicate({ disableOfflineQueue: true }) ??
-    createClient({ url, disableOfflineQueue: true }) as unknown as C
-}
 
 /**
  * A {@link NotificationBus} over Redis pub/sub: an event reaches the listeners of every node on the same channel,

@@ -2,7 +2,7 @@ import { kCallState, type McpContext } from '../context.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import { ErrorCode, McpError, invalidParams, invalidRequest } from '../errors.js'
 import type { InputRequest, JsonObject } from '../protocol/wire.js'
-import type { LedgerEntry } from './codec.js'
+import type { LedgerEntry } from '../modern/codec.js'
 import { ReplayPass, type RoundBudget } from './pass.js'
 
 /** The wire shape of an `input_required` result. */

@@ -3,8 +3,8 @@ import { kCallState, type McpContext } from '../context.js'
 import { InvalidRequestStateError, invalidParams } from '../errors.js'
 import type { JsonObject } from '../protocol/wire.js'
 import { UncarriableError, type RequestStateCodec } from './codec.js'
-import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from './engine.js'
-import type { TokenTooLongError } from './seal.js'
+import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from '../replay/engine.js'
+import type { TokenTooLongError } from '../seal/seal.js'
 
 /** Params fields that change from round to round, so are not part of a request's target. */
 function isRoundField (key: string): boolean {

@@ -3,7 +3,7 @@ import type { FormAnswers } from '../elicitation/answers.js'
 import { defaultKey, type Question } from '../elicitation/questions.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
 import { setOwn, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
-import type { LedgerEntry } from './codec.js'
+import type { LedgerEntry } from '../modern/codec.js'
 import { differingPart, fingerprint } from './fingerprint.js'
 
 export type PassOutcome<T> =
