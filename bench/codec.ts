@@ -2,16 +2,16 @@
  * Hand-run benchmark of the requestState codec against plain JSON stringify + parse
  * of the same payload: `npm run bench:codec` (or, built, `node dist/bench/codec.js`).
  */
-import { RequestStateCodec } from '../lib/mrtr/codec.js'
-import type { RequestStatePayload } from '../lib/mrtr/codec.js'
-import { originalParamsOf } from '../lib/mrtr/token-delivery.js'
+import { RequestStateCodec } from '../lib/modern/codec.js'
+import type { RequestStatePayload } from '../lib/modern/codec.js'
+import { originalParamsOf } from '../lib/modern/token-delivery.js'
 import { FormAnswers } from '../lib/elicitation/answers.js'
 import { SchemaCompiler } from '../lib/json-schema.js'
 import { FormQuestion } from '../lib/elicitation/questions.js'
 import { requestedSchema } from '../lib/elicitation/schema.js'
-import { fingerprint } from '../lib/mrtr/fingerprint.js'
-import { ephemeralKey } from '../lib/mrtr/keys.js'
-import { KeyRing } from '../lib/mrtr/seal.js'
+import { fingerprint } from '../lib/replay/fingerprint.js'
+import { ephemeralKey } from '../lib/seal/keys.js'
+import { KeyRing } from '../lib/seal/seal.js'
 
 /** The checks of form answers of one registration, for fingerprints. */
 const forms = new FormAnswers(new SchemaCompiler())

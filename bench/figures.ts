@@ -14,14 +14,15 @@ import { connect, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { requestedSchema } from '../lib/index.js'
-import { CallState, McpContext } from '../lib/context.js'
+import { CallState } from '../lib/call.js'
+import { McpContext } from '../lib/context.js'
 import { FormAnswers } from '../lib/elicitation/answers.js'
 import { SchemaCompiler } from '../lib/json-schema.js'
 import { FormQuestion } from '../lib/elicitation/questions.js'
 import { schemaJson } from '../lib/elicitation/schema.js'
 import { UriTemplate } from '../lib/features/uri-template.js'
-import { digest } from '../lib/digest.js'
-import { fingerprint } from '../lib/mrtr/fingerprint.js'
+import { digest } from '../lib/seal/digest.js'
+import { fingerprint } from '../lib/replay/fingerprint.js'
 import { DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_URI_LENGTH } from '../lib/options.js'
 import { callTracer } from '../lib/transport/tracing.js'
 
@@ -171,9 +172,9 @@ async function tracingCost (): Promise<void> {
   })
   await app.inject({ method: 'POST', url: '/', payload: {} })
   const stream = { signal: new AbortController().signal, notify: () => true }
-  const ctx = new McpContext(request as never, { id: 1, method: 'tools/call', params: { name: 'add', arguments: {} } },
-    new CallState({ protocolVersion: '2026-07-28', capabilities: {}, info: undefined, logLevel: undefined }, { value: null, state: 'anonymous' },
-      stream as never, undefined as never))
+  const ctx = new McpContext(new CallState(request as never, { id: 1, method: 'tools/call', params: { name: 'add', arguments: {} } },
+    { protocolVersion: '2026-07-28', capabilities: {}, info: undefined, logLevel: undefined }, { value: null, state: 'anonymous' },
+    stream as never, undefined as never))
   const reply = { elapsedTime: 1 }
   const us = time(() => { observer.begin(request as never, ctx).ended({ outcome: 'complete' }, reply as never) }, 100_000)
   console.log(`the OpenTelemetry observer with no SDK registered: ${us.toFixed(2)} µs per call (a call begun and ended: with nothing registered it makes no span)`)

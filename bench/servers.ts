@@ -11,13 +11,13 @@
 import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
 import { createHash } from 'node:crypto'
-import { RequestStateCodec } from '../lib/mrtr/codec.js'
+import { RequestStateCodec } from '../lib/modern/codec.js'
 import { FormAnswers } from '../lib/elicitation/answers.js'
 import { SchemaCompiler } from '../lib/json-schema.js'
 import { FormQuestion } from '../lib/elicitation/questions.js'
-import { fingerprint } from '../lib/mrtr/fingerprint.js'
-import { parseKeys } from '../lib/mrtr/keys.js'
-import { KeyRing } from '../lib/mrtr/seal.js'
+import { fingerprint } from '../lib/replay/fingerprint.js'
+import { parseKeys } from '../lib/seal/keys.js'
+import { KeyRing } from '../lib/seal/seal.js'
 import { serveForParent } from './child.js'
 
 /** The checks of form answers of one registration, for fingerprints. */

@@ -25,7 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { createClient } from 'redis'
 import mocapi, { MemoryTaskStore, type StoredTask, type TaskStore } from '../lib/index.js'
-import { RedisTaskStore } from '../lib/redis.js'
+import { RedisTaskStore } from '../lib/redis/index.js'
 import { forkServer, serveForParent, serverCpu, type Server } from './child.js'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
-import { LEGACY_PROTOCOL_VERSIONS } from '../lib/testing/session.js'
+import { PROTOCOL_VERSION } from '../lib/protocol/wire.js'
+import { LEGACY_PROTOCOL_VERSIONS } from '../lib/testing/types.js'
 
 export const USAGE = `Usage:
   mocapi call <url> <tool> [--arg key=value ...] [--arg key:=json ...] [--args-json '{...}']
@@ -41,7 +42,7 @@ export type Command =
   | Target & { command: 'read', yes: boolean, uri: string }
   | Target & { command: 'prompt', yes: boolean, prompt: string, args: Record<string, string> }
 
-const VERSIONS: readonly string[] = ['2026-07-28', ...LEGACY_PROTOCOL_VERSIONS]
+const VERSIONS: readonly string[] = [PROTOCOL_VERSION, ...LEGACY_PROTOCOL_VERSIONS]
 
 /** A command line that does not make sense; the message says why. */
 export class UsageError extends Error {

@@ -295,7 +295,7 @@ export async function conformanceServer (logLevel = 'warn') {
     name: 'confirm_delete',
     description: 'Asks, inside its task, to confirm deleting a file',
     inputSchema: { type: 'object', properties: { filename: { type: 'string' } }, required: ['filename'] } as const,
-    task: { support: 'optional', pollInterval: 200 },
+    task: { support: 'optional', pollInterval: 200, detach: true },
   }, async (args, ctx) => {
     await ctx.detach()
     const answer = await ctx.elicit(`Delete ${args.filename}?`, requestedSchema().boolean('confirm'))
@@ -305,7 +305,7 @@ export async function conformanceServer (logLevel = 'warn') {
     name: 'multi_input',
     description: 'Asks two questions at once inside its task',
     inputSchema: NO_ARGS,
-    task: { support: 'optional', pollInterval: 200 },
+    task: { support: 'optional', pollInterval: 200, detach: true },
   }, async (_args, ctx) => {
     await ctx.detach()
     const schema = requestedSchema().string('name', { optional: true }).boolean('confirm', { optional: true })
@@ -317,7 +317,7 @@ export async function conformanceServer (logLevel = 'warn') {
     name: 'test_tool_with_task',
     description: 'Asks for a name in rounds of the call, then becomes a task',
     inputSchema: NO_ARGS,
-    task: { support: 'required', pollInterval: 200 },
+    task: { support: 'required', pollInterval: 200, detach: true },
   }, async (_args, ctx) => {
     const answer = await ctx.elicit('What is your name?', requestedSchema().string('name'), { key: 'user_name' })
     await ctx.detach()

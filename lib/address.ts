@@ -31,3 +31,11 @@ export function callerAddress (ip: string): string {
   }
   return `${words.slice(0, 4).map((word) => word.toString(16)).join(':')}::/64`
 }
+
+/**
+ * Whom a caller counts as for the per-caller limits: its principal, or when anonymous its address (not its session,
+ * which is free to make, so would bound nothing).
+ */
+export function callerOf (principal: string | null, ip: string): string {
+  return principal === null ? `address:${callerAddress(ip)}` : `principal:${principal}`
+}

@@ -1,62 +1,18 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import type { CallState } from './call.js'
 import type { ElicitAnswer } from './elicitation/answers.js'
 import { FormQuestion, ROOTS_QUESTION, SamplingQuestion, UrlQuestion, type Question } from './elicitation/questions.js'
 import type { RequestedSchemaBuilder } from './elicitation/schema.js'
 import { InvalidArgumentError } from './errors.js'
-import { UI_EXTENSION, showsViews } from './features/views.js'
-import type { LedgerEntry } from './modern/codec.js'
-import type { Delivery } from './replay/engine.js'
+import { UI_EXTENSION, declares, showsViews } from './protocol/extensions.js'
 import {
   LOGGING_LEVELS, isPlainObject,
   type ClientCapabilities, type CreateMessageParams, type CreateMessageResult, type Implementation, type JsonObject,
   type LoggingLevel, type RequestId, type RequestMeta, type Root,
 } from './protocol/wire.js'
+import { kCallState } from './symbols.js'
 
 export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './protocol/wire.js'
-
-export interface NotificationStream {
-  /** False when the message could not be sent (the client left, the reply is done). */
-  notify (message: object): boolean
-  readonly signal: AbortSignal
-  /** Read without making the signal, which most replies never need. */
-  readonly aborted: boolean
-  /** Takes progress itself: a task's stream makes it the task's status message. */
-  progress? (progress: number, total: number | undefined, message: string | undefined): void
-}
-
-/** From `_meta` of each request (2026-07-28), or from the 2025-era session. */
-export interface ClientState {
-  readonly protocolVersion: string
-  readonly capabilities: ClientCapabilities
-  readonly info: Implementation | undefined
-  /** The least severe level the client wants; undefined for none. */
-  readonly logLevel: LoggingLevel | undefined
-  readonly session?: string
-  /** Epoch ms. */
-  readonly sessionExpiresAt?: number
-  /** The operator's `elicitation.disable` took the client's elicitation capability away. */
-  readonly elicitationOff?: boolean
-}
-
-/** `unbound`: authenticated, but no principal could be derived, so interactive rounds are refused. */
-export type PrincipalState = 'anonymous' | 'bound' | 'unbound'
-
-export interface Principal {
-  value: string | null
-  state: PrincipalState
-}
-
-/** The pass a handler runs in. */
-export interface AskTarget {
-  ask (question: Question, key: string | undefined, capabilities: ClientCapabilities, unavailable?: string):
-  Promise<unknown>
-  /** Aborted when the pass is over. */
-  readonly signal: AbortSignal
-  /** Whether the pass has asked questions it waits to send. */
-  readonly asking: boolean
-  /** Its input requests so far, with their answers. */
-  readonly ledger: readonly LedgerEntry[]
-}
 
 /** Options of `ctx.elicit`, `ctx.elicitUrl`, `ctx.sample` and `ctx.listRoots`. */
 export interface ElicitOptions {
@@ -87,83 +43,6 @@ export interface Unavailable {
 /** `R`, or `Unavailable` besides when the options say `unavailable: 'return'`. */
 export type OrUnavailable<R, O> = O extends { unavailable: 'return' } ? R | Unavailable : R
 
-/** Aborts `controller` when `signal` aborts; returns the function that stops it. */
-function follow (controller: AbortController, signal: AbortSignal): () => void {
-  const abort = (): void => { controller.abort(signal.reason) }
-  if (signal.aborted) abort()
-  else signal.addEventListener('abort', abort, { once: true })
-  return () => { signal.removeEventListener('abort', abort) }
-}
-
-/** Not `AbortSignal.any`: Node 20 keeps a signal it makes for good once it has a listener (nodejs/node#54614). */
-export function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
-  const controller = new AbortController()
-  const stops = [follow(controller, a), follow(controller, b)]
-  controller.signal.addEventListener('abort', () => { for (const stop of stops) stop() }, { once: true })
-  return controller.signal
-}
-
-/** @internal The key of a context's {@link CallState}, for mocapi's own modules. */
-export const kCallState: unique symbol = Symbol('mocapi.callState')
-
-/** @internal What mocapi keeps of a request beyond the context's public fields. */
-export class CallState {
-  readonly client: ClientState
-  readonly principal: Principal
-  stream: NotificationStream
-  delivery: Delivery
-  /** What `ctx.detach()` calls: set on a task-capable call from a client with the tasks extension. */
-  detacher: (() => Promise<void>) | undefined
-  /** Undefined outside an interactive handler. */
-  target: AskTarget | undefined
-  /** 1 for a first call, 0 for a method that takes no rounds. */
-  round = 0
-  #controller: AbortController | undefined
-  #unfollow: (() => void) | undefined
-  lastProgress = -Infinity
-  /** A 2025-era call replays on one stream, and its client must hear progress increase. */
-  sentProgress = -Infinity
-  /** `log()` calls in this pass, and the most any pass made: a replayed pass's calls are not sent again. */
-  passLogs = 0
-  madeLogs = 0
-
-  constructor (client: ClientState, principal: Principal, stream: NotificationStream, delivery: Delivery) {
-    this.client = client
-    this.principal = principal
-    this.stream = stream
-    this.delivery = delivery
-  }
-
-  enter (target: AskTarget, round: number): void {
-    this.target = target
-    this.round = round
-    this.#controller = undefined
-    this.#unfollow = undefined
-    this.lastProgress = -Infinity
-    this.passLogs = 0
-  }
-
-  /** The context's signal in a pass: aborted by its stream, by the pass ending, and by what the call detached to. */
-  passSignal (target: AskTarget): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController()
-      this.#unfollow = follow(this.#controller, this.stream.signal)
-      follow(this.#controller, target.signal)
-    }
-    return this.#controller.signal
-  }
-
-  /** The call goes on as a task: its notifications go to `stream`, its questions through `delivery`. */
-  detachTo (stream: NotificationStream, delivery: Delivery): void {
-    this.stream = stream
-    this.delivery = delivery
-    this.detacher = undefined
-    // The call's reply is done: its client leaving no longer concerns the task.
-    this.#unfollow?.()
-    if (this.#controller !== undefined) this.#unfollow = follow(this.#controller, stream.signal)
-  }
-}
-
 /**
  * The per-request MCP context: `request.mcp`, and the `ctx` every handler receives. mocapi makes it for each
  * request; its fields are read-only and its methods are the whole of its API.
@@ -183,17 +62,13 @@ export class McpContext {
   readonly [kCallState]: CallState
 
   /** @internal made by mocapi's transport for each request */
-  constructor (
-    request: FastifyRequest,
-    message: { id: RequestId, method: string, params: JsonObject },
-    state: CallState
-  ) {
-    this.request = request
-    this.id = message.id
-    this.method = message.method
-    this.params = message.params
-    this.principal = state.principal.value
-    this[kCallState] = state
+  constructor (call: CallState) {
+    this.request = call.request
+    this.id = call.id
+    this.method = call.method
+    this.params = call.params
+    this.principal = call.principal.value
+    this[kCallState] = call
   }
 
   /** The request's `_meta`. */
@@ -221,8 +96,7 @@ export class McpContext {
   clientSupports (name: string): boolean {
     const capabilities = this[kCallState].client.capabilities
     if (name === UI_EXTENSION) return showsViews(capabilities)
-    const extensions = capabilities.extensions
-    if (name.includes('/')) return isPlainObject(extensions) && Object.hasOwn(extensions, name) && isPlainObject(extensions[name])
+    if (name.includes('/')) return declares(capabilities, name)
     return Object.hasOwn(capabilities, name) && isPlainObject(capabilities[name])
   }
 

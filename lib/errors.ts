@@ -160,3 +160,20 @@ export class ElicitationLedgerMismatchError extends McpError {
     this.part = part
   }
 }
+
+/** Refuses an authenticated caller with no principal to bind what it starts to: a round's requestState, a task. */
+export function unboundPrincipal (what = 'its requestState'): McpError {
+  return invalidRequest(`This request is authenticated, but mocapi found no principal to bind ${what} to ` +
+    '(request.user has no string or numeric sub): the server must set the principal option', 403)
+}
+
+/** Text for any thrown value, whatever it is: `null`, a string, an object without a prototype. */
+export function messageOf (error: unknown): string {
+  if (error instanceof Error) return error.message
+  if (typeof error === 'string') return error
+  try {
+    return String(error)
+  } catch {
+    return 'a value that does not print'
+  }
+}

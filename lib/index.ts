@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { McpContext } from './context.js'
 import { FormAnswers } from './elicitation/answers.js'
-import { Failures } from './features/failures.js'
+import { Handlers } from './features/run.js'
 import { Prompts } from './features/prompts.js'
 import { McpRegistry } from './features/registry.js'
 import { Resources } from './features/resources.js'
@@ -17,6 +17,7 @@ import { ACK_TIMEOUT_MS, Exchange } from './legacy/exchange.js'
 import { SessionHub } from './legacy/hub.js'
 import { SessionCodec } from './legacy/session.js'
 import { legacyMethods } from './legacy/methods.js'
+import { StreamDelivery } from './legacy/stream-delivery.js'
 import { modernMethods } from './modern/methods.js'
 import { RequestStateCodec } from './modern/codec.js'
 import { ReplayEngine } from './replay/engine.js'
@@ -68,15 +69,18 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
   const forms = new FormAnswers(compiler)
   const exchange = new Exchange(bus, fastify.log, options.answerTimeout, ACK_TIMEOUT_MS, options.limits)
-  // One round's new ledger slots can never pass the bytes a token of maxTokenLength characters carries.
-  const engine = new ReplayEngine(options.maxRounds, forms, {
-    ledger: Math.floor(options.maxTokenLength * 3 / 4),
-    size: options.bodyLimit,
-  })
-  const failures = new Failures(options.exposeErrors)
+  const engine = new ReplayEngine(options.maxRounds, forms, options.bodyLimit)
+  const handlers = new Handlers(engine, options.exposeErrors)
+  const scopes = new Scopes(options.scopes)
+  const resourceSettings = { cache: options.cache.resources, maxUriLength: options.limits.uriLength }
+  const resources = new Resources(handlers, resourceSettings, scopes)
+  const views = new Views(resources)
+  const tools = new Tools(handlers, compiler, scopes, views)
+  const prompts = new Prompts(handlers, compiler, scopes)
   const taskStore: TaskStore = options.taskStore ?? new MemoryTaskStore()
   const taskBytes = options.limits.taskBytesPerCaller
   const tasks = new Tasks({
+    tools,
     store: taskStore,
     sealer: new TaskSealer(ring, Math.min(8 * options.bodyLimit, taskBytes)),
     lease: options.lease,
@@ -86,14 +90,6 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     log: fastify.log,
     announce: (id) => { bus.publish({ kind: 'task', id, node: exchange.node }) },
   })
-  const scopes = new Scopes(options.scopes)
-  const views = new Views()
-  const tools = new Tools(engine, compiler, failures, tasks, scopes, views)
-  const prompts = new Prompts(engine, compiler, failures, scopes)
-  const resources = new Resources(engine, {
-    cache: options.cache.resources,
-    maxUriLength: options.limits.uriLength,
-  }, failures, scopes, views)
   const taskView = (id: string, principal: string | null) => tasks.view(id, principal)
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, taskView)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
@@ -118,7 +114,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     if (live) bus.publish(event)
   }
 
-  const features = { tools, prompts, resources, subscriptions, failures, tasks, views }
+  const features = { tools, prompts, resources, subscriptions, handlers, tasks, views }
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections())
@@ -150,9 +146,17 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     principal: options.principal,
     elicitation: new ElicitationPolicy(options.elicitationDisable, fastify.log),
   }
+  const lists = { cache: options.cache.lists, pageSize: options.pageSize }
   const modern = new ModernTransport({
     ...lifecycleParts,
-    dispatcher: modernMethods(options, features),
+    dispatcher: modernMethods({
+      lists,
+      discover: {
+        supportedVersions: options.supportedVersions,
+        instructions: options.instructions,
+        cache: options.cache.discover,
+      },
+    }, features),
     delivery: new TokenDelivery(codec),
     serverInfo: options.serverInfo,
     supportedVersions: options.supportedVersions,
@@ -160,10 +164,17 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const legacy = options.legacy
     ? new LegacyTransport({
       ...lifecycleParts,
-      dispatcher: legacyMethods(options, features, hub),
+      dispatcher: legacyMethods({
+        lists,
+        serverInfo: options.serverInfo,
+        instructions: options.instructions,
+        uriLength: options.limits.uriLength,
+        subscriptionUris: options.limits.subscriptionUris,
+      }, features, hub),
       sessions: new SessionCodec(ring, options.sessionTtl),
       hub,
       exchange,
+      delivery: new StreamDelivery(exchange),
       subscriptions,
       batchSize: options.limits.batchSize,
     })
@@ -211,14 +222,12 @@ export type {
   ToolErrorResult,
 } from './features/tools.js'
 export type { FromSchema } from './types/json-schema.js'
-export type { InputRequiredResult } from './replay/engine.js'
+export type { InputRequiredResult } from './protocol/wire.js'
 export type { MocapiOptions, CacheHint } from './options.js'
 export { MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type TaskQuota, type TaskWrite, type MemoryTaskStoreOptions } from './tasks/store.js'
-export type { ToolTaskOptions } from './tasks/tasks.js'
+export type { ToolTaskOptions } from './tasks/options.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
-export {
-  UI_EXTENSION, VIEW_MIME_TYPE,
-  type ViewDefinition, type ViewCsp, type ViewPermissions, type ViewHtml, type ToolUi, type ToolVisibility,
-} from './features/views.js'
+export { UI_EXTENSION, VIEW_MIME_TYPE } from './protocol/extensions.js'
+export type { ViewDefinition, ViewCsp, ViewPermissions, ViewHtml, ToolUi, ToolVisibility } from './features/views.js'
 export type { CallToolResult, ClientCapabilities, ContentBlock, Implementation, JsonValue, LoggingLevel } from './protocol/wire.js'

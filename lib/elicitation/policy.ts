@@ -1,7 +1,6 @@
 /** The operator's `elicitation.disable`: clients treated as lacking the elicitation capability. */
 import type { FastifyBaseLogger } from 'fastify'
-import type { ClientState } from '../context.js'
-import type { Implementation } from '../protocol/wire.js'
+import type { ClientState, Implementation } from '../protocol/wire.js'
 
 /** How many clients the policy remembers having logged; past it, it starts over (and logs them again). */
 const LOGGED_CLIENTS = 1_024

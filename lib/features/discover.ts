@@ -1,7 +1,13 @@
-import type { ResolvedOptions } from '../options.js'
+import type { CacheHint } from '../check.js'
+import { TASKS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from '../protocol/extensions.js'
 import type { JsonObject } from '../protocol/wire.js'
-import { TASKS_EXTENSION } from '../tasks/tasks.js'
-import { UI_EXTENSION, VIEW_MIME_TYPE } from './views.js'
+
+/** What `server/discover` says besides the capabilities. */
+export interface DiscoverSettings {
+  supportedVersions: readonly string[]
+  instructions: string | undefined
+  cache: Required<CacheHint>
+}
 
 export interface Registered {
   readonly tools: number
@@ -39,13 +45,13 @@ export function capabilities (registered: Registered, era: 'modern' | 'legacy'):
   return caps
 }
 
-export function discover (options: ResolvedOptions, registered: Registered): JsonObject {
+export function discover (settings: DiscoverSettings, registered: Registered): JsonObject {
   const result: JsonObject = {
-    supportedVersions: options.supportedVersions,
+    supportedVersions: settings.supportedVersions,
     capabilities: capabilities(registered, 'modern'),
-    ttlMs: options.cache.discover.ttlMs,
-    cacheScope: options.cache.discover.cacheScope,
+    ttlMs: settings.cache.ttlMs,
+    cacheScope: settings.cache.cacheScope,
   }
-  if (options.instructions !== undefined) result.instructions = options.instructions
+  if (settings.instructions !== undefined) result.instructions = settings.instructions
   return result
 }

@@ -1,12 +1,11 @@
 import { knownFields, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
-import { InvalidDefinitionError, McpError, internalError, invalidParams } from '../errors.js'
+import { InvalidDefinitionError, invalidParams } from '../errors.js'
 import { firstError, type SchemaCompiler, type Validator } from '../json-schema.js'
-import type { InputRequiredResult, ReplayEngine } from '../replay/engine.js'
-import { isPlainObject, type ContentBlock, type JsonObject } from '../protocol/wire.js'
+import { isPlainObject, type ContentBlock, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import type { Failures } from './failures.js'
+import type { Handlers } from './run.js'
 import { scopeList, type Scopes } from './scopes.js'
 
 /** One argument of a prompt, as `prompts/list` shows it, plus how to complete it. */
@@ -73,18 +72,15 @@ function isMessages (value: unknown): value is PromptMessage[] {
 
 /** The prompts of one server: registration, `prompts/list` and `prompts/get`. */
 export class Prompts extends Catalog<PromptDefinition, Prompt> {
-  readonly #engine: ReplayEngine
+  readonly #handlers: Handlers
   readonly #compiler: SchemaCompiler
-  readonly #failures: Failures
-
   readonly #scopes: Scopes
 
-  constructor (engine: ReplayEngine, compiler: SchemaCompiler, failures: Failures, scopes: Scopes) {
+  constructor (handlers: Handlers, compiler: SchemaCompiler, scopes: Scopes) {
     super()
-    this.#scopes = scopes
-    this.#engine = engine
+    this.#handlers = handlers
     this.#compiler = compiler
-    this.#failures = failures
+    this.#scopes = scopes
   }
 
   add (definition: PromptDefinition, handler: PromptHandler): void {
@@ -147,19 +143,18 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     const args = (ctx.params.arguments ?? {}) as JsonObject
     if (!prompt.validateArguments(args)) throw invalidParams(argumentsProblem(name, prompt.validateArguments))
     const handler = prompt.handler
-    try {
-      const outcome = await this.#engine.run(ctx, prompt.label, () => handler(args as Record<string, string>, ctx))
-      if (!('complete' in outcome)) return outcome
-      const value = outcome.complete
-      if (typeof value === 'string') return { messages: [{ role: 'user', content: { type: 'text', text: value } }] }
-      if (isMessages(value)) return { messages: value }
-      if (isPlainObject(value) && isMessages(value.messages)) return value
-      throw new TypeError(`prompt ${name} returned neither a string, messages, nor a GetPromptResult`)
-    } catch (error) {
-      if (error instanceof McpError) throw error
-      throw internalError(this.#failures.handlerFailed(ctx, prompt.label, error), 200)
-    }
+    const strings = args as Record<string, string>
+    const run = async (): Promise<GetPromptResult> => promptResult(name, await handler(strings, ctx))
+    const outcome = await this.#handlers.run(ctx, prompt.label, run)
+    return 'complete' in outcome ? outcome.complete : outcome as InputRequiredResult
   }
+}
+
+function promptResult (name: string, value: string | PromptMessage[] | GetPromptResult): GetPromptResult {
+  if (typeof value === 'string') return { messages: [{ role: 'user', content: { type: 'text', text: value } }] }
+  if (isMessages(value)) return { messages: value }
+  if (isPlainObject(value) && isMessages(value.messages)) return value
+  throw new TypeError(`prompt ${name} returned neither a string, messages, nor a GetPromptResult`)
 }
 
 /** The message of a failed arguments check, in the prompt's own words. */

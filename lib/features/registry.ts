@@ -1,7 +1,7 @@
 import type { PromptDefinition, PromptHandler, Prompts } from './prompts.js'
 import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './resources.js'
 import type { ChangeEvent } from '../bus/events.js'
-import type { ViewDefinition } from './views.js'
+import type { ViewDefinition, Views } from './views.js'
 import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent, Tools, TypedBySchema } from './tools.js'
 
 /** `tool`'s `Args` when it is neither given nor taken from the handler's annotation. */
@@ -20,15 +20,17 @@ export class McpRegistry {
   readonly #tools: Tools
   readonly #prompts: Prompts
   readonly #resources: Resources
+  readonly #views: Views
   readonly #announce: (event: ChangeEvent) => void
 
   /** @internal */
   constructor (
-    parts: { tools: Tools, prompts: Prompts, resources: Resources, announce: (event: ChangeEvent) => void }
+    parts: { tools: Tools, prompts: Prompts, resources: Resources, views: Views, announce: (e: ChangeEvent) => void }
   ) {
     this.#tools = parts.tools
     this.#prompts = parts.prompts
     this.#resources = parts.resources
+    this.#views = parts.views
     this.#announce = parts.announce
   }
 
@@ -92,13 +94,14 @@ export class McpRegistry {
    * tools only through the host, as the user, checked as any call is.
    */
   uiResource (definition: ViewDefinition): this {
-    this.#resources.addView(definition)
+    this.#views.add(definition)
     this.#announce({ kind: 'resources' })
     return this
   }
 
   /** Removes a resource or a view; true when it was registered. A view some tool links cannot be removed. */
   removeResource (uri: string): boolean {
+    this.#views.remove(uri)
     return this.#changed('resources', this.#resources.remove(uri))
   }
 

@@ -1,14 +1,13 @@
 import { cacheHint, nonEmptyString, plainObject, type CacheHint } from '../check.js'
 import type { McpContext } from '../context.js'
-import { InvalidDefinitionError, McpError, internalError, invalidParams } from '../errors.js'
-import type { InputRequiredResult, ReplayEngine } from '../replay/engine.js'
-import { isPlainObject, type JsonObject } from '../protocol/wire.js'
+import { InvalidDefinitionError, invalidParams } from '../errors.js'
+import { isViewUri } from '../protocol/extensions.js'
+import { isPlainObject, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import type { Failures } from './failures.js'
+import type { Handlers } from './run.js'
 import { scopeList, type Scopes } from './scopes.js'
 import { UriTemplate } from './uri-template.js'
-import { isViewUri, viewResource, type ViewDefinition, type Views } from './views.js'
 
 /** A resource's definition, as `resources/list` shows it. */
 export interface ResourceDefinition {
@@ -98,18 +97,14 @@ export function checkUriLength (uri: string, max: number): void {
 export class Resources {
   readonly #resources = new Catalog<ResourceDefinition, Resource>()
   readonly #templates = new Catalog<ResourceTemplateDefinition, Template>()
-  readonly #engine: ReplayEngine
+  readonly #handlers: Handlers
   readonly #settings: ResourceSettings
-  readonly #failures: Failures
   readonly #scopes: Scopes
-  readonly #views: Views
 
-  constructor (engine: ReplayEngine, settings: ResourceSettings, failures: Failures, scopes: Scopes, views: Views) {
-    this.#scopes = scopes
-    this.#views = views
-    this.#engine = engine
+  constructor (handlers: Handlers, settings: ResourceSettings, scopes: Scopes) {
+    this.#handlers = handlers
     this.#settings = settings
-    this.#failures = failures
+    this.#scopes = scopes
   }
 
   get size (): number {
@@ -131,18 +126,14 @@ export class Resources {
     if (typeof definition.uri === 'string' && isViewUri(definition.uri)) {
       throw new InvalidDefinitionError(`resource "${definition.uri}": ui:// resources are views, registered with app.mcp.uiResource`)
     }
-    this.#add(definition, handler, false)
+    this.addServed(definition, handler, false)
   }
 
-  /** A view (the MCP Apps extension): a ui:// resource of HTML, with the extension's `_meta.ui`. */
-  addView (definition: ViewDefinition): void {
-    const view = viewResource(definition)
-    this.#add(view.definition, view.handler, view.varies)
-    this.#views.add(view.definition.uri)
-  }
-
-  /** `varies`: what it serves depends on the request, so its reads are `private` unless its `cache` says otherwise. */
-  #add (definition: ResourceDefinition, handler: ResourceHandler, varies: boolean): void {
+  /**
+   * A resource checked but for its scheme (a view's is ui://). `varies`: what it serves depends on the request, so its
+   * reads are `private` unless its `cache` says otherwise.
+   */
+  addServed (definition: ResourceDefinition, handler: ResourceHandler, varies: boolean): void {
     const { uri, name } = definition
     if (typeof uri !== 'string' || !URL.canParse(uri) || uri.length > this.#settings.maxUriLength) {
       throw new InvalidDefinitionError(`resource uri must be an absolute URI of at most ${this.#settings.maxUriLength} characters, got ${JSON.stringify(uri)}`)
@@ -201,9 +192,7 @@ export class Resources {
     this.#templates.scopesInto(into)
   }
 
-  /** Fails for a view while a tool links it. */
   remove (uri: string): boolean {
-    this.#views.remove(uri)
     return this.#resources.remove(uri) !== undefined
   }
 
@@ -294,17 +283,13 @@ export class Resources {
     const found = await this.resolve(uri, ctx, true)
     if (found === undefined) throw notFound()
     this.#scopes.check(found.entry.scopes, ctx, 'The resource', uri)
-    try {
-      const outcome = await this.#engine.run(ctx, `resource ${uri}`, found.run)
-      if (!('complete' in outcome)) return outcome
-      const value = outcome.complete
+    const { mimeType, cache } = found.entry
+    const outcome = await this.#handlers.run(ctx, `resource ${uri}`, async () => {
+      const value = await found.run()
       if (value === undefined || value === null) throw notFound()
-      const contents = toContents(value, uri, found.entry.mimeType)
-      return { contents, ttlMs: found.entry.cache.ttlMs, cacheScope: found.entry.cache.cacheScope }
-    } catch (error) {
-      if (error instanceof McpError) throw error
-      throw internalError(this.#failures.handlerFailed(ctx, `resource ${uri}`, error), 200)
-    }
+      return { contents: toContents(value, uri, mimeType), ttlMs: cache.ttlMs, cacheScope: cache.cacheScope }
+    })
+    return 'complete' in outcome ? outcome.complete : outcome as InputRequiredResult
   }
 }
 

@@ -1,8 +1,9 @@
-import { kCallState, type McpContext, type NotificationStream } from '../context.js'
+import type { NotificationStream } from '../call.js'
+import type { McpContext } from '../context.js'
+import { kCallState } from '../symbols.js'
 import { invalidParams, invalidRequest } from '../errors.js'
-import { callerAddress } from '../address.js'
-import { isTaskId } from '../tasks/store.js'
-import { requireTasks } from '../tasks/tasks.js'
+import { callerOf } from '../address.js'
+import { isTaskId, requireTasks } from '../tasks/options.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 import { LIST_KINDS, type ChangeEvent, type ListKind } from '../bus/events.js'
 
@@ -27,11 +28,6 @@ export interface StreamLimits {
 
 /** Whether a caller may see a URI, exactly when a read would serve it: a boolean unless some item checks access. */
 export type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
-
-/** Anonymous callers count by address (an IPv6 one by its /64), not session: a session is free to make. */
-export function callerOf (ctx: McpContext): string {
-  return ctx.principal === null ? `address:${callerAddress(ctx.request.ip)}` : `principal:${ctx.principal}`
-}
 
 export interface Listener {
   readonly ctx: McpContext
@@ -143,7 +139,7 @@ export class Subscriptions {
 
   /** Refuses a stream past the limits (429, 503); the function returned closes it, once. */
   open (listener: Listener): () => void {
-    const caller = callerOf(listener.ctx)
+    const caller = callerOf(listener.ctx.principal, listener.ctx.request.ip)
     const count = this.#perCaller.get(caller) ?? 0
     if (count >= this.#limits.streamsPerCaller) {
       throw invalidRequest(`Too many open streams for this caller: at most ${this.#limits.streamsPerCaller} (limits.streamsPerCaller)`, 429)

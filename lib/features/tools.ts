@@ -1,22 +1,21 @@
 import { fail, isPlainObject, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
-import { InvalidDefinitionError, McpError, invalidParams } from '../errors.js'
+import { InvalidArgumentError, InvalidDefinitionError, invalidParams } from '../errors.js'
 import { describeErrors, type SchemaCompiler, type Validator } from '../json-schema.js'
-import type { InputRequiredResult, ReplayEngine } from '../replay/engine.js'
-import { PROTOCOL_VERSION, type CallToolResult, type ContentBlock, type JsonObject, type JsonValue } from '../protocol/wire.js'
+import { showsViews } from '../protocol/extensions.js'
+import {
+  PROTOCOL_VERSION, type CallToolResult, type ContentBlock, type InputRequiredResult, type JsonObject, type JsonValue,
+} from '../protocol/wire.js'
+import type { Outcome } from '../replay/engine.js'
+import { kCallState } from '../symbols.js'
+import { tasksRequired, toolTask, type ToolTask, type ToolTaskOptions } from '../tasks/options.js'
 import type { FromSchema } from '../types/json-schema.js'
-import { declaresTasks, tasksRequired, toolTask, type Tasks, type ToolTask, type ToolTaskOptions } from '../tasks/tasks.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import type { Failures } from './failures.js'
 import { ParamHeaders } from './param-headers.js'
+import { HandlerFailed, type Handlers } from './run.js'
 import { scopeList, type Scopes } from './scopes.js'
-import { showsViews, type ToolUi, type Views } from './views.js'
+import type { ToolUi, Views } from './views.js'
 
-/**
- * What `tools/list` tells clients about a tool. A schema is a JSON Schema object: a literal (whose
- * type, written inline or `as const`, types the handler), a TypeBox schema, or any object built at
- * run time. Ajv validates it whatever its TypeScript type.
- */
 /**
  * What a tool does, as hosts read it before they call it. Hints, not guarantees: a host must not trust them from a
  * server it does not trust. Connector directories (ChatGPT's, Claude's) ask for `readOnlyHint`, `destructiveHint` and
@@ -36,6 +35,11 @@ export interface ToolAnnotations {
   [key: string]: unknown
 }
 
+/**
+ * What `tools/list` tells clients about a tool. A schema is a JSON Schema object: a literal (whose type, written
+ * inline or `as const`, types the handler), a TypeBox schema, or any object built at run time. Ajv validates it
+ * whatever its TypeScript type.
+ */
 export interface ToolDefinition {
   /** 1–128 characters, unique in the server; `[A-Za-z0-9_.-]` is recommended. */
   name: string
@@ -131,7 +135,7 @@ type SchemaOf<Definition, Key extends 'inputSchema' | 'outputSchema'> = Key exte
   ? Exclude<Definition[Key], undefined>
   : never
 
-interface Tool extends Entry<ToolDefinition> {
+export interface Tool extends Entry<ToolDefinition> {
   handler: ToolHandler
   /** How logs and errors name it, made once: `tool <name>`. */
   label: string
@@ -170,11 +174,24 @@ function isContent (value: unknown): value is ContentBlock[] {
   return Array.isArray(value) && value.every((block) => isPlainObject(block) && typeof block.type === 'string')
 }
 
+/** A `tools/call` up to its handler: the tool the caller may call, with its checked arguments. */
+export interface ToolCall {
+  readonly tool: Tool
+  readonly args: JsonObject
+}
+
+/** How a tool's run ends: its result, the round's questions, or parked (a task stored them). */
+export type ToolEnd = CallToolResult | Exclude<Outcome<unknown>, { complete: unknown }>
+
+/** What a handler of a task-capable tool that does not declare `task.detach` gets from `ctx.detach()`. */
+function undeclaredDetach (name: string): () => Promise<void> {
+  return () => Promise.reject(new InvalidArgumentError(`ctx.detach() needs tool ${name} to declare task: { detach: true }; ` +
+    'without it, a call becomes a task before its handler runs'))
+}
+
 export class Tools extends Catalog<ToolDefinition, Tool> {
-  readonly #engine: ReplayEngine
+  readonly #handlers: Handlers
   readonly #compiler: SchemaCompiler
-  readonly #failures: Failures
-  readonly #tasks: Tasks
   #taskCapable = 0
   #taskServing = false
   readonly #scopes: Scopes
@@ -182,22 +199,12 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
   /** Listed forms of the tools only views call, left out for clients that show no views. */
   readonly #appOnly = new Set<ToolDefinition>()
 
-  constructor (
-    engine: ReplayEngine,
-    compiler: SchemaCompiler,
-    failures: Failures,
-    tasks: Tasks,
-    scopes: Scopes,
-    views: Views
-  ) {
+  constructor (handlers: Handlers, compiler: SchemaCompiler, scopes: Scopes, views: Views) {
     super()
+    this.#handlers = handlers
+    this.#compiler = compiler
     this.#scopes = scopes
     this.#views = views
-    this.#engine = engine
-    this.#compiler = compiler
-    this.#failures = failures
-    this.#tasks = tasks
-    tasks.runWith((ctx) => this.#pass(ctx))
   }
 
   /** The list varies by caller with an access check, and by the client's extensions with an app-only tool. */
@@ -232,7 +239,7 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     checkAnnotations(definition.annotations, where)
     const scopes = scopeList(definition.scopes, where)
     const ui = this.#views.toolUi(definition.ui, definition._meta, where)
-    const task = toolTask(definition.task, where, handler)
+    const task = toolTask(definition.task, where)
     const paramHeaders = ParamHeaders.compile(inputSchema, where)
     const validateInput = this.#compiler.compile(inputSchema, `${where} inputSchema`)
     let validateOutput
@@ -286,8 +293,16 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     return shown.filter((listed) => !this.#appOnly.has(listed))
   }
 
-  /** `tools/call`; a task-capable tool called by a client with the tasks extension becomes a task. */
-  async call (ctx: McpContext): Promise<CallToolResult | InputRequiredResult | JsonObject> {
+  /** `tools/call` as a plain call (a 2025-era client's): a tool that must run as a task is refused. */
+  async call (ctx: McpContext): Promise<CallToolResult | InputRequiredResult> {
+    const resolved = await this.resolve(ctx)
+    if (!('tool' in resolved)) return resolved
+    if (resolved.tool.task?.support === 'required') throw tasksRequired()
+    return await this.run(ctx, resolved) as CallToolResult | InputRequiredResult
+  }
+
+  /** A `tools/call` up to its handler: the tool, its scopes and headers checked; an error result for bad arguments. */
+  async resolve (ctx: McpContext): Promise<ToolCall | CallToolResult> {
     const name = ctx.params.name as string
     let tool = this.find(name, ctx)
     if (tool instanceof Promise) tool = await tool
@@ -298,33 +313,29 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     if (tool.paramHeaders !== undefined &&
       ctx.protocolVersion === PROTOCOL_VERSION) tool.paramHeaders.check(ctx.request.headers, args)
     if (!tool.validateInput(args)) return errorResult(`Invalid arguments: ${describeErrors('arguments', tool.validateInput.errors)}`)
-    if (tool.task !== undefined) {
-      const task = tool.task
-      const run = (): Promise<JsonObject> => this.#run(ctx, tool, args) as Promise<unknown> as Promise<JsonObject>
-      if (declaresTasks(ctx)) return this.#tasks.call(ctx, task, run)
-      if (task.support === 'required') throw tasksRequired()
-    }
-    return this.#run(ctx, tool, args)
+    return { tool, args }
   }
 
-  /** A later pass of a task: its tool, run again with its arguments. */
-  async #pass (ctx: McpContext): Promise<JsonObject> {
+  /** Runs a call's handler: its result, the round's questions, or parked (a task stored them). */
+  async run (ctx: McpContext, { tool, args }: ToolCall): Promise<ToolEnd> {
+    const handler = tool.handler
+    if (tool.task !== undefined && !tool.task.detach) ctx[kCallState].detacher ??= undeclaredDetach(tool.listed.name)
+    let outcome
+    try {
+      outcome = await this.#handlers.run(ctx, tool.label, () => handler(args, ctx))
+    } catch (error) {
+      if (error instanceof HandlerFailed) return errorResult(error.message)
+      throw error
+    }
+    return 'complete' in outcome ? this.#result(tool, outcome.complete) : outcome
+  }
+
+  /** A later pass of a task: its tool, found again by name, run with the task's arguments. */
+  async resume (ctx: McpContext): Promise<ToolEnd> {
     const name = ctx.params.name as string
     const tool = await this.find(name, ctx)
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
-    return await this.#run(ctx, tool, ctx.params.arguments as JsonObject) as unknown as JsonObject
-  }
-
-  async #run (ctx: McpContext, tool: Tool, args: JsonObject): Promise<CallToolResult | InputRequiredResult> {
-    const handler = tool.handler
-    let outcome
-    try {
-      outcome = await this.#engine.run(ctx, tool.label, () => handler(args, ctx))
-    } catch (error) {
-      if (error instanceof McpError) throw error
-      return errorResult(this.#failures.handlerFailed(ctx, tool.label, error))
-    }
-    return 'complete' in outcome ? this.#result(tool, outcome.complete) : outcome
+    return await this.run(ctx, { tool, args: ctx.params.arguments as JsonObject })
   }
 
   #result (tool: Tool, value: unknown): CallToolResult {

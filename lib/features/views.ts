@@ -7,13 +7,9 @@ import { readFileSync } from 'node:fs'
 import { describe, fail, isPlainObject, knownFields, nonEmptyString, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
 import { InvalidDefinitionError } from '../errors.js'
-import type { ClientCapabilities, JsonObject } from '../protocol/wire.js'
-import type { ResourceDefinition, ResourceHandler } from './resources.js'
-
-/** The extension's identifier, under `capabilities.extensions`. */
-export const UI_EXTENSION = 'io.modelcontextprotocol/ui'
-/** The mime type of a view's HTML. */
-export const VIEW_MIME_TYPE = 'text/html;profile=mcp-app'
+import { VIEW_MIME_TYPE, isViewUri } from '../protocol/extensions.js'
+import type { JsonObject } from '../protocol/wire.js'
+import type { ResourceDefinition, ResourceHandler, Resources } from './resources.js'
 
 /** Origins a view may reach, each for a CSP directive the host builds. Left out: none (the host's strict default). */
 export interface ViewCsp {
@@ -56,11 +52,6 @@ export interface ViewDefinition extends Omit<ResourceDefinition, 'mimeType' | 's
   domain?: string
   /** Whether the host should draw a border and background around the view; left out, the host decides. */
   prefersBorder?: boolean
-}
-
-/** Whether `uri` is of the ui:// scheme, in any case (RFC 3986 §3.1: schemes are case-insensitive). */
-export function isViewUri (uri: string): boolean {
-  return /^ui:\/\//i.test(uri)
 }
 
 /** Who may call a tool: `model` (the agent) and `app` (a view of this server). */
@@ -186,29 +177,29 @@ export function viewResource (definition: ViewDefinition): ViewResource {
 }
 
 /**
- * Whether a client shows views: it declared the extension, with the view mime type among its `mimeTypes`.
- * Bounded by what a request can carry: one lookup and one scan of a list the body holds.
+ * The views a registration has, served as its resources, and which tools link each, so a linked view cannot be
+ * removed from under a tool.
  */
-export function showsViews (capabilities: ClientCapabilities): boolean {
-  const extensions = capabilities.extensions
-  if (!isPlainObject(extensions)) return false
-  const settings = extensions[UI_EXTENSION]
-  return isPlainObject(settings) && Array.isArray(settings.mimeTypes) && settings.mimeTypes.includes(VIEW_MIME_TYPE)
-}
-
-/** The views a registration has, and which tools link each, so a linked view cannot be removed from under a tool. */
 export class Views {
+  readonly #resources: Resources
   readonly #links = new Map<string, Set<string>>()
+
+  constructor (resources: Resources) {
+    this.#resources = resources
+  }
 
   get size (): number {
     return this.#links.size
   }
 
-  add (uri: string): void {
-    this.#links.set(uri, new Set())
+  /** `app.mcp.uiResource`: a ui:// resource of HTML, with the extension's `_meta.ui`. */
+  add (definition: ViewDefinition): void {
+    const view = viewResource(definition)
+    this.#resources.addServed(view.definition, view.handler, view.varies)
+    this.#links.set(view.definition.uri, new Set())
   }
 
-  /** Forgets a view; fails, changing nothing, while a tool links it. */
+  /** Forgets a view, before its resource goes; fails, changing nothing, while a tool links it. */
   remove (uri: string): void {
     const tools = this.#links.get(uri)
     if (tools !== undefined && tools.size > 0) {

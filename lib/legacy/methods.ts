@@ -1,19 +1,32 @@
-import { kCallState, type McpContext } from '../context.js'
-import { capabilities } from '../features/discover.js'
-import { checkUriLength } from '../features/resources.js'
+import type { McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
-import { defineShared, registered, type Features } from '../modern/methods.js'
-import type { ResolvedOptions } from '../options.js'
+import { capabilities } from '../features/discover.js'
+import { defineShared, registered, type ListSettings, type SharedFeatures } from '../features/methods.js'
+import { checkUriLength } from '../features/resources.js'
 import { Dispatcher } from '../protocol/dispatch.js'
-import { LOGGING_LEVELS, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
+import { LOGGING_LEVELS, type Implementation, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
+import { kCallState } from '../symbols.js'
 import type { SessionHub } from './hub.js'
+
+/** What the 2025 revisions' methods need of the options. */
+export interface LegacySettings {
+  lists: ListSettings
+  serverInfo: Implementation
+  instructions: string | undefined
+  uriLength: number
+  subscriptionUris: number
+}
 
 /**
  * The 2025 revisions' method table: the shared methods plus those 2026-07-28 removed. What a session sets after
  * `initialize` goes to the hub, since its sealed id cannot change.
  */
-export function legacyMethods (options: ResolvedOptions, features: Features, hub: SessionHub): Dispatcher {
-  const dispatcher = new Dispatcher()
+export function legacyMethods (
+  settings: LegacySettings,
+  features: SharedFeatures,
+  hub: SessionHub
+): Dispatcher<McpContext> {
+  const dispatcher = new Dispatcher<McpContext>()
   const counts = registered(features)
   const session = (ctx: McpContext) => ctx[kCallState].client.session
   dispatcher.define('initialize', {
@@ -22,9 +35,9 @@ export function legacyMethods (options: ResolvedOptions, features: Features, hub
       const result: JsonObject = {
         protocolVersion: ctx.protocolVersion,
         capabilities: capabilities(counts, 'legacy'),
-        serverInfo: options.serverInfo
+        serverInfo: settings.serverInfo
       }
-      if (options.instructions !== undefined) result.instructions = options.instructions
+      if (settings.instructions !== undefined) result.instructions = settings.instructions
       return result
     },
   })
@@ -46,16 +59,16 @@ export function legacyMethods (options: ResolvedOptions, features: Features, hub
       run: async (ctx) => {
         const uri = ctx.params.uri as string
         // Bounded as resources/read is: each URI is kept per open stream and sent to every node.
-        checkUriLength(uri, options.limits.uriLength)
+        checkUriLength(uri, settings.uriLength)
         const id = session(ctx)
         if (id !== undefined && !hub.subscribe(id, uri, on)) {
-          throw invalidParams(`This session's stream holds ${options.limits.subscriptionUris} subscriptions, the most it takes (limits.subscriptionUris); ` +
+          throw invalidParams(`This session's stream holds ${settings.subscriptionUris} subscriptions, the most it takes (limits.subscriptionUris); ` +
             'unsubscribe from one first')
         }
         return {}
       },
     })
   }
-  defineShared(dispatcher, options, features)
+  defineShared(dispatcher, settings.lists, features)
   return dispatcher
 }

@@ -5,10 +5,10 @@
 import { randomBytes } from 'node:crypto'
 import type { ClientCapabilities, Implementation } from '../protocol/wire.js'
 import { deepFreeze, isPlainObject } from '../protocol/wire.js'
-import type { Principal } from '../context.js'
+import type { Principal } from '../call.js'
 import { invalidParams, invalidRequest } from '../errors.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
-import { UI_EXTENSION, VIEW_MIME_TYPE, showsViews } from '../features/views.js'
+import { UI_EXTENSION, VIEW_MIME_TYPE, showsViews } from '../protocol/extensions.js'
 
 /** The purpose byte of session ids: a requestState token never opens as one, nor the reverse. */
 const SESSION_PURPOSE = 3

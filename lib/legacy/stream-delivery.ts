@@ -1,8 +1,7 @@
 /** 2025-era replay delivery: questions go on the call's stream, the exchange brings answers; nothing is sealed. */
-import { kCallState, type McpContext } from '../context.js'
+import { callerOf } from '../address.js'
+import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
-import { callerOf } from '../features/subscriptions.js'
-import type { Asked, Delivered, Delivery, ReplayStart } from '../replay/engine.js'
 import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import type { Exchange } from './exchange.js'
 
@@ -24,6 +23,7 @@ function clientRefused (method: string, error: unknown): McpError {
   return new McpError(ErrorCode.InternalError, `The client answered ${method} with an error${code}${detail}`)
 }
 
+/** The ledger of a 2025-era call stays in its pass, on this node: no budget but the size of a round's requests. */
 export class StreamDelivery implements Delivery {
   readonly #exchange: Exchange
 
@@ -36,17 +36,17 @@ export class StreamDelivery implements Delivery {
     return { ledger: [], responses: undefined, round: 0 }
   }
 
-  async deliver (ctx: McpContext, label: string, asked: Asked): Promise<Delivered> {
-    const { client, stream } = ctx[kCallState]
+  async deliver (call: CallState, label: string, asked: Asked): Promise<Delivered> {
+    const { client, stream, principal } = call
     // A 2025-era client without a session declared no capabilities, so its pass failed before it asked.
     const asker = {
       session: client.session as string,
-      principal: ctx.principal,
+      principal: principal.value,
       expiresAt: client.sessionExpiresAt,
-      caller: callerOf(ctx)
+      caller: callerOf(principal.value, call.request.ip),
     }
     const outcome = await this.#exchange.ask(asker, asked.inputRequests, (request) => stream.notify(request),
-      stream.signal, paramsFor(ctx.protocolVersion))
+      stream.signal, paramsFor(client.protocolVersion))
     // In-band, as for every 2025-era call that reached its method: its stream may be open already.
     if (outcome.kind === 'full') {
       throw invalidRequest(outcome.limit === 'waitingCallsPerCaller'

@@ -4,20 +4,21 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
-import { CallState, McpContext, eitherAborts, type ClientState, type NotificationStream, type Principal } from '../context.js'
+import { CallState, eitherAborts, type NotificationStream, type Principal } from '../call.js'
+import { McpContext } from '../context.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
 import { LIST_CHANGED, type Subscriptions } from '../features/subscriptions.js'
 import type { Exchange } from './exchange.js'
 import type { SessionHub } from './hub.js'
 import type { Session, SessionCodec } from './session.js'
 import { legacyError, legacyResult } from './shape.js'
-import { StreamDelivery } from './stream-delivery.js'
+import type { StreamDelivery } from './stream-delivery.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
 import { batchRefused, checkClientInfo, checkLegacyMeta, checkLegacyVersion, header, idOf, readMessage, type Message } from '../protocol/envelope.js'
-import { LEGACY_VERSIONS, type JsonObject } from '../protocol/wire.js'
+import { LEGACY_VERSIONS, type ClientState, type JsonObject } from '../protocol/wire.js'
 import { UNWATCHED } from '../transport/observers.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from '../transport/channel.js'
-import type { Call, Era, Respond } from '../transport/era.js'
+import type { LegacyEra, Prepared, Respond } from '../transport/era.js'
 import { principalOf } from '../transport/principal.js'
 
 const MAX_TIMER_MS = 2 ** 31 - 1
@@ -78,10 +79,11 @@ const DEFAULT_LEGACY_LOG_LEVEL = 'info'
 function noop (): void {}
 
 export interface LegacyParts {
-  dispatcher: Dispatcher
+  dispatcher: Dispatcher<McpContext>
   sessions: SessionCodec
   hub: SessionHub
   exchange: Exchange
+  delivery: StreamDelivery
   subscriptions: Subscriptions
   lifecycle: Lifecycle
   limits: ChannelLimits
@@ -91,8 +93,8 @@ export interface LegacyParts {
   elicitation: ElicitationPolicy
 }
 
-export class LegacyTransport implements Era {
-  readonly dispatcher: Dispatcher
+export class LegacyTransport implements LegacyEra {
+  readonly dispatcher: Dispatcher<McpContext>
   readonly #sessions: SessionCodec
   readonly #hub: SessionHub
   readonly #exchange: Exchange
@@ -115,7 +117,7 @@ export class LegacyTransport implements Era {
     this.#limits = parts.limits
     this.#batchSize = parts.batchSize
     this.#principal = parts.principal
-    this.#delivery = new StreamDelivery(parts.exchange)
+    this.#delivery = parts.delivery
   }
 
   /** The session a request names, or undefined; a 404 when the id is not a live session of this caller. */
@@ -145,7 +147,7 @@ export class LegacyTransport implements Era {
   }
 
   /** A request becomes a call; a notification or answer gets 202 (an answer's promise settles once that is sent). */
-  prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Call | undefined | Promise<void> {
+  prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Prepared | undefined | Promise<void> {
     const principal = principalOf(request, this.#principal)
     const headerVersion = header(request.headers, 'mcp-protocol-version')
     if (message.kind === 'request') checkLegacyMeta(message.params)
@@ -229,9 +231,9 @@ export class LegacyTransport implements Era {
   }
 
   /** A call of a batch's request: its stream writes onto the batch's reply, and a cancel ends it alone. */
-  #member (request: FastifyRequest, message: Message & { kind: 'request' }, client: ClientState, principal: Principal, channel: ReplyChannel): Call {
+  #member (request: FastifyRequest, message: Message & { kind: 'request' }, client: ClientState, principal: Principal, channel: ReplyChannel): Prepared {
     const stream = new BatchStream(channel)
-    const ctx = new McpContext(request, message, new CallState(client, principal, stream, this.#delivery))
+    const ctx = new McpContext(new CallState(request, message, client, principal, stream, this.#delivery))
     const forget = client.session === undefined
       ? noop
       : this.#hub.addRequest(client.session, ctx.id, () => stream.abort('the client cancelled the request'))
@@ -244,9 +246,9 @@ export class LegacyTransport implements Era {
 
   /** A call of a request; one of a session can be cancelled by `notifications/cancelled` while it runs here. */
   #call (request: FastifyRequest, reply: FastifyReply, message: Message & { kind: 'request' }, client: ClientState, principal: Principal,
-    sessionId: string | undefined): Call {
+    sessionId: string | undefined): Prepared {
     const channel = new ReplyChannel(reply, message.id, this.#lifecycle, this.#limits, request.log)
-    const ctx = new McpContext(request, message, new CallState(client, principal, channel, this.#delivery))
+    const ctx = new McpContext(new CallState(request, message, client, principal, channel, this.#delivery))
     const untrack = client.session === undefined
       ? noop
       : this.#hub.addRequest(client.session, ctx.id, () => channel.abort('the client cancelled the request'))
@@ -254,12 +256,12 @@ export class LegacyTransport implements Era {
   }
 
   /** A result in the shape of the 2025 revisions; an `initialize` sends back the session it opened. */
-  result (call: Call, result: JsonObject, reply: FastifyReply): JsonObject {
+  result (call: Prepared, result: JsonObject, reply: FastifyReply): JsonObject {
     if (call.sessionId !== undefined) reply.header('mcp-session-id', call.sessionId)
     return legacyResult(call.ctx.method, result)
   }
 
-  error (call: Call, error: McpError): McpError {
+  error (call: Prepared, error: McpError): McpError {
     return legacyError(call.ctx.method, error)
   }
 
@@ -284,8 +286,8 @@ export class LegacyTransport implements Era {
     const session = this.#session(request, principal, header(request.headers, 'mcp-protocol-version')) as Session
     const accept = header(request.headers, 'accept') ?? ''
     if (!accept.includes('text/event-stream')) throw invalidRequest('A GET stream needs Accept: text/event-stream', 406)
-    const ctx = new McpContext(request, { id: 0, method: 'GET', params: {} },
-      new CallState(this.#client(session.version, session), principal, channel, this.#delivery))
+    const ctx = new McpContext(new CallState(request, { id: 0, method: 'GET', params: {} },
+      this.#client(session.version, session), principal, channel, this.#delivery))
     const { listener, ended } = this.#subscriptions.stream(ctx, { lists: new Set(['tools', 'prompts', 'resources']), uris: new Set() }, (event) => event.kind === 'resource'
       ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } }
       : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind] }, channel)

@@ -3,16 +3,10 @@
  * Its plaintext is positional, `[method, originalParams, ledger, issuedAt, principal, round?]` with `[k, f, r?]`
  * slots, so it carries no member names (bench/README.md#compact-plaintext).
  */
+import type { LedgerEntry } from '../call.js'
 import { isPlainObject } from '../check.js'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
-
-/** One ledger slot: the input key `k`, the request's fingerprint `f`, the answer `r` (absent while pending). */
-export interface LedgerEntry {
-  k: string
-  f: string
-  r?: unknown
-}
 
 export interface RequestStatePayload {
   method: string

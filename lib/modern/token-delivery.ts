@@ -1,10 +1,9 @@
 /** 2026-07-28: the ledger goes out sealed in `requestState`, so the retry may reach any node holding the key. */
-import { kCallState, type McpContext } from '../context.js'
-import { InvalidRequestStateError, invalidParams } from '../errors.js'
+import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
+import { InvalidRequestStateError, invalidParams, unboundPrincipal } from '../errors.js'
 import type { JsonObject } from '../protocol/wire.js'
-import { UncarriableError, type RequestStateCodec } from './codec.js'
-import { unboundPrincipal, type Asked, type Delivered, type Delivery, type ReplayStart } from '../replay/engine.js'
 import type { TokenTooLongError } from '../seal/seal.js'
+import { UncarriableError, type RequestStateCodec } from './codec.js'
 
 /** Params fields that change from round to round, so are not part of a request's target. */
 function isRoundField (key: string): boolean {
@@ -41,34 +40,41 @@ function sameParams (original: JsonObject, params: JsonObject): boolean {
   return count === Object.keys(original).length
 }
 
+/** 2026-07-28: a round's questions go out with the whole ledger sealed in `requestState`. */
 export class TokenDelivery implements Delivery {
   readonly #codec: RequestStateCodec
+  readonly budget: Delivery['budget']
 
   constructor (codec: RequestStateCodec) {
     this.#codec = codec
+    // One round's new ledger slots can never pass the bytes a token of maxTokenLength characters carries.
+    this.budget = {
+      bytes: Math.floor(codec.maxTokenLength * 3 / 4),
+      tooLarge: (requests) => `The handler asked for more input in one round than a requestState token holds (over ${requests} requests)`,
+    }
   }
 
   /** Any failed check of a retry's requestState (integrity, TTL, principal, method, params) is one opaque refusal. */
-  start (ctx: McpContext): ReplayStart {
-    const responses = ctx.params.inputResponses as JsonObject | undefined
-    const token = ctx.params.requestState
+  start (call: CallState): ReplayStart {
+    const responses = call.params.inputResponses as JsonObject | undefined
+    const token = call.params.requestState
     if (typeof token !== 'string') return { ledger: [], responses, round: 0 }
-    if (ctx[kCallState].principal.state === 'unbound') throw unboundPrincipal()
+    if (call.principal.state === 'unbound') throw unboundPrincipal()
     const payload = this.#codec.decode(token)
-    if (payload.principal !== ctx.principal) throw new InvalidRequestStateError('principal mismatch')
-    if (payload.method !== ctx.method) throw new InvalidRequestStateError('method mismatch')
-    if (!sameParams(payload.originalParams, ctx.params)) throw new InvalidRequestStateError('target or arguments mismatch')
+    if (payload.principal !== call.principal.value) throw new InvalidRequestStateError('principal mismatch')
+    if (payload.method !== call.method) throw new InvalidRequestStateError('method mismatch')
+    if (!sameParams(payload.originalParams, call.params)) throw new InvalidRequestStateError('target or arguments mismatch')
     return { ledger: payload.ledger, responses, round: payload.round ?? 0 }
   }
 
-  deliver (ctx: McpContext, label: string, asked: Asked, round: number): Delivered {
+  deliver (call: CallState, label: string, asked: Asked, round: number): Delivered {
     let requestState
     try {
       requestState = this.#codec.encode({
-        method: ctx.method,
-        originalParams: originalParamsOf(ctx.params),
+        method: call.method,
+        originalParams: originalParamsOf(call.params),
         ledger: asked.ledger,
-        principal: ctx.principal,
+        principal: call.principal.value,
         round
       })
     } catch (error) {

@@ -3,9 +3,9 @@
  * client's capabilities and info in `_meta`, and on a retry its requestState.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { CallState, McpContext } from '../context.js'
+import { CallState, type Delivery } from '../call.js'
+import { McpContext } from '../context.js'
 import { headerMismatch, invalidRequest, unsupportedVersion, type McpError } from '../errors.js'
-import type { Delivery } from '../replay/engine.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
 import { checkModernRequest, header, type Message } from '../protocol/envelope.js'
 import {
@@ -14,12 +14,12 @@ import {
 } from '../protocol/wire.js'
 import { UNWATCHED } from '../transport/observers.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from '../transport/channel.js'
-import type { Call, Era } from '../transport/era.js'
+import type { Prepared, Era } from '../transport/era.js'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { principalOf } from '../transport/principal.js'
 
 export interface ModernParts {
-  dispatcher: Dispatcher
+  dispatcher: Dispatcher<McpContext>
   delivery: Delivery
   lifecycle: Lifecycle
   limits: ChannelLimits
@@ -32,7 +32,7 @@ export interface ModernParts {
 function noop (): void {}
 
 export class ModernTransport implements Era {
-  readonly dispatcher: Dispatcher
+  readonly dispatcher: Dispatcher<McpContext>
   readonly #parts: ModernParts
   readonly #serverInfoMeta: JsonObject
 
@@ -42,7 +42,7 @@ export class ModernTransport implements Era {
     this.#serverInfoMeta = { [META_SERVER_INFO]: parts.serverInfo }
   }
 
-  prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Call | undefined {
+  prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Prepared | undefined {
     if (message.kind === 'response') throw invalidRequest('Clients must not POST responses to this endpoint')
     if (message.kind === 'notification') {
       reply.code(202).send()
@@ -65,9 +65,9 @@ export class ModernTransport implements Era {
       logLevel: meta[META_LOG_LEVEL],
     })
     const channel = new ReplyChannel(reply, message.id, parts.lifecycle, parts.limits, request.log)
-    const state = new CallState(client, principalOf(request, parts.principal), channel, parts.delivery)
+    const call = new CallState(request, message, client, principalOf(request, parts.principal), channel, parts.delivery)
     return {
-      ctx: new McpContext(request, message, state),
+      ctx: new McpContext(call),
       channel,
       era: this,
       sessionId: undefined,
@@ -77,7 +77,7 @@ export class ModernTransport implements Era {
   }
 
   /** A result with its `resultType` (complete unless it says otherwise) and the server's info in `_meta`. */
-  result (_call: Call, result: JsonObject): JsonObject {
+  result (_call: Prepared, result: JsonObject): JsonObject {
     const meta = result._meta
     return {
       resultType: 'complete',
@@ -86,7 +86,7 @@ export class ModernTransport implements Era {
     }
   }
 
-  error (_call: Call, error: McpError): McpError {
+  error (_call: Prepared, error: McpError): McpError {
     return error
   }
 }

@@ -1,35 +1,41 @@
-import type { McpContext } from '../context.js'
 import { invalidParams, methodNotFound } from '../errors.js'
 import { isPlainObject, type JsonObject } from './wire.js'
 
 type FieldType = 'string' | 'object'
 
+/** What a method runs on: the request's method and params, and whatever else the caller's context carries. */
+export interface Dispatched {
+  readonly method: string
+  readonly params: JsonObject
+}
+
 /** How one MCP method is served. */
-export interface MethodSpec {
+export interface MethodSpec<C extends Dispatched> {
   /** The params fields the method takes besides `_meta`; `?` marks the optional ones. */
   params: Record<string, `${FieldType}${'' | '?'}`>
   /** Whether the method may answer `input_required` (it then takes `inputResponses` and `requestState`). */
   interactive?: boolean
   /** Whether the capability behind the method is advertised; when not, the method is -32601. */
   enabled?: () => boolean
-  run (ctx: McpContext): Promise<object>
+  run (ctx: C): Promise<object>
 }
 
 const DESCRIBED: Record<FieldType, string> = { string: 'a string', object: 'an object' }
 
 const INTERACTIVE_FIELDS = { inputResponses: 'object?', requestState: 'string?' } as const
 
-interface Method {
-  spec: MethodSpec
+interface Method<C extends Dispatched> {
+  spec: MethodSpec<C>
   types: Map<string, FieldType>
   required: string[]
 }
 
 /** A method table: `dispatch(ctx)` finds the context's method, checks its params and runs it. */
-export class Dispatcher {
-  readonly #methods = new Map<string, Method>()
+export class Dispatcher<C extends Dispatched> {
+  readonly #methods = new Map<string, Method<C>>()
 
-  define (method: string, spec: MethodSpec): void {
+  /** Defines a method, or defines it anew (an era's own form of a shared method). */
+  define (method: string, spec: MethodSpec<C>): void {
     const params = spec.interactive === true ? { ...spec.params, ...INTERACTIVE_FIELDS } : spec.params
     const entries = Object.entries(params)
     this.#methods.set(method, {
@@ -40,7 +46,7 @@ export class Dispatcher {
   }
 
   /** Runs the context's method: -32601 (HTTP 404) when it is not served, -32602 when its params are wrong. */
-  dispatch (ctx: McpContext): Promise<object> {
+  dispatch (ctx: C): Promise<object> {
     const method = this.#methods.get(ctx.method)
     if (method === undefined ||
       (method.spec.enabled !== undefined && !method.spec.enabled())) throw methodNotFound(ctx.method)
@@ -49,7 +55,7 @@ export class Dispatcher {
   }
 }
 
-function checkParams (name: string, method: Method, params: JsonObject): void {
+function checkParams<C extends Dispatched> (name: string, method: Method<C>, params: JsonObject): void {
   for (const key in params) {
     if (key === '_meta') continue
     const type = method.types.get(key)

@@ -52,6 +52,27 @@ export interface InputRequest {
   params: JsonObject
 }
 
+/** The wire shape of an `input_required` result. */
+export interface InputRequiredResult {
+  resultType: 'input_required'
+  inputRequests: Record<string, InputRequest>
+  requestState: string
+}
+
+/** What a client declared: in `_meta` of each request (2026-07-28), or when its 2025-era session began. */
+export interface ClientState {
+  readonly protocolVersion: string
+  readonly capabilities: ClientCapabilities
+  readonly info: Implementation | undefined
+  /** The least severe level the client wants; undefined for none. */
+  readonly logLevel: LoggingLevel | undefined
+  readonly session?: string
+  /** Epoch ms. */
+  readonly sessionExpiresAt?: number
+  /** The operator's `elicitation.disable` took the client's elicitation capability away. */
+  readonly elicitationOff?: boolean
+}
+
 /** Content blocks a tool result or prompt message may carry. */
 export type ContentBlock =
   | { type: 'text', text: string, annotations?: JsonObject, _meta?: JsonObject }

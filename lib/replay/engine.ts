@@ -1,84 +1,52 @@
-import { kCallState, type McpContext } from '../context.js'
+import type { Asked, CallState, Delivery } from '../call.js'
 import type { FormAnswers } from '../elicitation/answers.js'
-import { ErrorCode, McpError, invalidParams, invalidRequest } from '../errors.js'
-import type { InputRequest, JsonObject } from '../protocol/wire.js'
-import type { LedgerEntry } from '../modern/codec.js'
-import { ReplayPass, type RoundBudget } from './pass.js'
+import { ErrorCode, McpError, invalidParams, unboundPrincipal } from '../errors.js'
+import type { InputRequiredResult } from '../protocol/wire.js'
+import { ReplayPass } from './pass.js'
 
-/** The wire shape of an `input_required` result. */
-export interface InputRequiredResult {
-  resultType: 'input_required'
-  inputRequests: Record<string, InputRequest>
-  requestState: string
-}
-
-/** Where a request's replay starts: the ledger so far, the answers it brings, the rounds already run. */
-export interface ReplayStart {
-  ledger: LedgerEntry[]
-  responses: JsonObject | undefined
-  round: number
-}
-
-export interface Asked {
-  inputRequests: Record<string, InputRequest>
-  ledger: LedgerEntry[]
-}
-
-/** A reply for the client now, or the answers to run the next pass with. */
-export type Delivered =
-  | { kind: 'reply', result: InputRequiredResult }
-  | { kind: 'replay', responses: JsonObject }
-
-/** How questions reach the client and answers come back: a sealed requestState (2026-07-28), or the 2025 stream. */
-export interface Delivery {
-  /** Throws when what the request carries is refused. */
-  start (ctx: McpContext): ReplayStart
-  deliver (ctx: McpContext, label: string, asked: Asked, round: number): Delivered | Promise<Delivered>
-}
-
-/** Refuses an authenticated caller with no principal to bind what it starts to: a round's requestState, a task. */
-export function unboundPrincipal (what = 'its requestState'): Error {
-  return invalidRequest(`This request is authenticated, but mocapi found no principal to bind ${what} to ` +
-    '(request.user has no string or numeric sub): the server must set the principal option', 403)
-}
+/** How a call's replay ended: the handler's value, questions for the client, or parked (a task stored them). */
+export type Outcome<T> = { complete: T } | InputRequiredResult | { parked: Asked }
 
 /** Replays a handler from the top on each pass (docs/decisions/0001-elicitation-by-replay.md). */
 export class ReplayEngine {
   readonly #maxRounds: number
   readonly #forms: FormAnswers
-  readonly #budget: RoundBudget
+  /** Characters the requests of one round may take as sent (bodyLimit), whatever the delivery. */
+  readonly #size: number
 
-  constructor (maxRounds: number, forms: FormAnswers, budget: RoundBudget) {
+  constructor (maxRounds: number, forms: FormAnswers, size: number) {
     this.#maxRounds = maxRounds
     this.#forms = forms
-    this.#budget = budget
+    this.#size = size
   }
 
-  async run<T> (
-    ctx: McpContext,
-    label: string,
-    fn: () => T | PromiseLike<T>
-  ): Promise<{ complete: T } | InputRequiredResult> {
-    const state = ctx[kCallState]
-    let { ledger, responses, round } = state.delivery.start(ctx)
+  /** What the call's delivery carries, read when a pass asks: a call may become a task mid-pass. */
+  #budgetOf (call: CallState): () => Delivery['budget'] {
+    return () => call.delivery.budget
+  }
+
+  /** Runs passes until the handler completes or a round goes out; the call keeps the round it ran (`call.round`). */
+  async run<T> (call: CallState, label: string, fn: () => T | PromiseLike<T>): Promise<Outcome<T>> {
+    let { ledger, responses, round } = call.delivery.start(call)
     for (;;) {
       // A client gone before the handler began aborted before anyone listened: a handler awaiting the abort would hang.
-      if (state.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(state.stream.signal.reason as Error).message}`)
-      const pass = new ReplayPass(ledger, responses, this.#forms, this.#budget)
-      state.enter(pass, round + 1)
+      if (call.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(call.stream.signal.reason as Error).message}`)
+      const pass = new ReplayPass(ledger, responses, this.#forms, { size: this.#size, delivery: this.#budgetOf(call) })
+      call.enter(pass, round + 1)
       const outcome = await pass.run(fn)
-      const log = ctx.logger
+      const log = call.request.log
       if (log.level === 'debug' || log.level === 'trace') {
         log.debug({ mcp: { handler: label, round: round + 1, ...pass.counts } }, 'mocapi replay pass')
       }
       if (outcome.kind === 'complete') return { complete: outcome.value }
-      if (state.principal.state === 'unbound') throw unboundPrincipal()
+      if (call.principal.state === 'unbound') throw unboundPrincipal()
       if (round >= this.#maxRounds) {
         throw invalidParams(`${label} still needs input after ${this.#maxRounds} rounds, the limit (requestState.maxRounds)`)
       }
       // Read now: a call that became a task delivers its questions through the task.
-      const delivered = await state.delivery.deliver(ctx, label, outcome, round + 1)
+      const delivered = await call.delivery.deliver(call, label, outcome, round + 1)
       if (delivered.kind === 'reply') return delivered.result
+      if (delivered.kind === 'parked') return { parked: outcome }
       ledger = outcome.ledger
       responses = delivered.responses
       round++

@@ -1,9 +1,8 @@
-import type { AskTarget } from '../context.js'
+import type { AskTarget, Delivery, LedgerEntry } from '../call.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import { defaultKey, type Question } from '../elicitation/questions.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
 import { setOwn, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
-import type { LedgerEntry } from '../modern/codec.js'
 import { differingPart, fingerprint } from './fingerprint.js'
 
 export type PassOutcome<T> =
@@ -34,10 +33,10 @@ function rejected (error: unknown): Promise<never> {
 }
 
 export interface RoundBudget {
-  /** Bytes of new ledger slots: past it, they could never fit in a token. */
-  readonly ledger: number
   /** Characters of the requests as sent (their text and schemas), so a round's reply stays bounded. */
   readonly size: number
+  /** What the call's delivery carries, read at each ask: a call may become a task mid-pass. */
+  readonly delivery: () => Delivery['budget']
 }
 
 /**
@@ -153,8 +152,9 @@ export class ReplayPass implements AskTarget {
       return Promise.resolve(answer)
     }
     this.#pendingBytes += key.length + print.length + 8
-    if (this.#pendingBytes > this.#budget.ledger) {
-      return this.#fail(invalidParams(`The handler asked for more input in one round than a requestState token holds (over ${ordinal + 1} requests)`))
+    const carried = this.#budget.delivery()
+    if (carried !== undefined && this.#pendingBytes > carried.bytes) {
+      return this.#fail(invalidParams(carried.tooLarge(ordinal + 1)))
     }
     this.#pendingSize += key.length + question.size
     if (this.#pendingSize > this.#budget.size) {

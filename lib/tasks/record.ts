@@ -1,6 +1,6 @@
 /** What a task carries between its passes, sealed so a store sees only ids, statuses and timestamps. */
 import { createHmac } from 'node:crypto'
-import type { LedgerEntry } from '../modern/codec.js'
+import type { LedgerEntry } from '../call.js'
 import type { InvalidRequestStateError } from '../errors.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 import { deepFreeze, type InputRequest, type JsonObject, type RequestId } from '../protocol/wire.js'

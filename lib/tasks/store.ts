@@ -1,12 +1,5 @@
 /** Where tasks live between the requests that create, run, poll, answer and cancel them. */
 
-/** Whether a string is a task id as mocapi makes them: 128 random bits, 22 base64url characters. */
-export function isTaskId (id: unknown): id is string {
-  return typeof id === 'string' && TASK_ID.test(id)
-}
-
-const TASK_ID = /^[A-Za-z0-9_-]{22}$/
-
 /** The statuses of a task. */
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled'
 

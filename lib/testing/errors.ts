@@ -1,5 +1,5 @@
 import type { JsonObject } from '../protocol/wire.js'
-import type { Round } from './client.js'
+import type { Round } from './types.js'
 import type { ReadReply } from './transport.js'
 
 export function isObject (value: unknown): value is JsonObject {

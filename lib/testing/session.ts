@@ -1,17 +1,8 @@
 import type { ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
 import { describe, viewOf, type AnswerFunction, type InputRequestView, type InputResponse } from './answers.js'
-import type { CallOptions, CompleteResult, Notification, Outcome, Round, TestClientOptions } from './client.js'
+import type { CallOptions, CompleteResult, LegacyProtocolVersion, Notification, Outcome, Round, TestClientOptions } from './types.js'
 import { McpClientError, isObject, resultOf } from './errors.js'
 import { headersOf, readReply, type RawReply, type ReadReply, type ServerRequest, type Transport } from './transport.js'
-
-export const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const
-
-/** A 2025 revision of MCP: a client that speaks it opens a session with `initialize`. */
-export type LegacyProtocolVersion = typeof LEGACY_PROTOCOL_VERSIONS[number]
-
-export function isLegacyVersion (version: string | undefined): version is LegacyProtocolVersion {
-  return (LEGACY_PROTOCOL_VERSIONS as readonly unknown[]).includes(version)
-}
 
 /** The 2025 wire carries no input key, so requests are named as mocapi names them by default. */
 const PREFIX: Record<string, string> = { 'elicitation/create': 'elicit', 'sampling/createMessage': 'sample', 'roots/list': 'roots' }

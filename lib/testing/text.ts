@@ -1,6 +1,6 @@
 import type { GetPromptResult } from '../features/prompts.js'
 import type { CallToolResult, ContentBlock } from '../protocol/wire.js'
-import type { ReadResourceResult } from './client.js'
+import type { ReadResourceResult } from './types.js'
 
 function texts (blocks: ContentBlock[]): string[] {
   return blocks.flatMap((block) => block.type === 'text' ? [block.text] : [])

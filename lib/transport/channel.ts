@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import type { Socket } from 'node:net'
-import type { NotificationStream } from '../context.js'
+import type { NotificationStream } from '../call.js'
 import { ErrorCode } from '../errors.js'
 import type { RequestId } from '../protocol/wire.js'
 

@@ -7,7 +7,8 @@ import type { JsonObject } from '../protocol/wire.js'
 import type { CallWatch } from './observers.js'
 import type { ReplyChannel } from './channel.js'
 
-export interface Call {
+/** What an era made of a request: its context, its reply channel, and how the route tells the era it ended. */
+export interface Prepared {
   readonly ctx: McpContext
   readonly channel: ReplyChannel
   readonly era: Era
@@ -18,13 +19,19 @@ export interface Call {
 }
 
 /** Runs a batch's call as the route runs one, but returns its response for the batch's reply instead of sending it. */
-export type Respond = (call: Call) => Promise<object>
+export type Respond = (call: Prepared) => Promise<object>
 
 /** One era's transport: once the route picks it, the route has no era branch. */
 export interface Era {
-  readonly dispatcher: Dispatcher
+  readonly dispatcher: Dispatcher<McpContext>
   /** A request becomes a call; anything else is answered here (a promise while an answer awaits delivery). */
-  prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Call | undefined | Promise<void>
-  result (call: Call, result: JsonObject, reply: FastifyReply): JsonObject
-  error (call: Call, error: McpError): McpError
+  prepare (request: FastifyRequest, reply: FastifyReply, message: Message): Prepared | undefined | Promise<void>
+  result (call: Prepared, result: JsonObject, reply: FastifyReply): JsonObject
+  error (call: Prepared, error: McpError): McpError
+}
+
+/** The 2025 era's transport: besides its calls, batches (2025-03-26) and a session's GET stream. */
+export interface LegacyEra extends Era {
+  batch (request: FastifyRequest, reply: FastifyReply, body: unknown[], respond: Respond): Promise<void>
+  stream (request: FastifyRequest, reply: FastifyReply): void
 }

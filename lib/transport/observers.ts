@@ -1,6 +1,7 @@
 /** Call observers (the log line, tracing): each sees a call begin, once its context is made, and end. */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { kCallState, type McpContext } from '../context.js'
+import type { McpContext } from '../context.js'
+import { kCallState } from '../symbols.js'
 
 /** How a call ended: its result, an `isError` tool result, or a JSON-RPC error with its code. */
 export interface CallEnd {

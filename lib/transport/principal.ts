@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import type { Principal } from '../context.js'
+import type { Principal } from '../call.js'
 import { isPlainObject } from '../protocol/wire.js'
 
 const ANONYMOUS: Principal = Object.freeze({ value: null, state: 'anonymous' })

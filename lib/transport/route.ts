@@ -5,17 +5,18 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ScopeChallenge } from '../features/scopes.js'
 import type { McpContext } from '../context.js'
-import { ElicitationLedgerMismatchError, ErrorCode, InvalidRequestStateError, McpError, headerMismatch, internalError, invalidRequest, parseError, unsupportedVersion } from '../errors.js'
+import {
+  ElicitationLedgerMismatchError, ErrorCode, InvalidRequestStateError, McpError, headerMismatch, internalError,
+  invalidRequest, messageOf, parseError, unsupportedVersion,
+} from '../errors.js'
 import { describe } from '../check.js'
-import { messageOf } from '../features/failures.js'
 import { header, idOf, readMessage, type Message } from '../protocol/envelope.js'
 import { LEGACY_VERSIONS, META_PROTOCOL_VERSION, PROTOCOL_VERSION, type JsonObject } from '../protocol/wire.js'
 import type { CallObserver } from './observers.js'
 import { sendClosing, type Lifecycle } from './channel.js'
-import type { Call, Era } from './era.js'
+import type { Era, LegacyEra, Prepared } from './era.js'
 import { checkOrigin } from './hosts.js'
-import type { LegacyTransport } from '../legacy/transport.js'
-import type { ModernTransport } from '../modern/transport.js'
+import { kPrepared } from '../symbols.js'
 import type { ProtectedResource } from './oauth.js'
 
 /**
@@ -59,9 +60,9 @@ export interface Endpoint {
   supportedVersions: readonly string[]
   /** Told of each call's beginning and end: the log line, tracing. */
   observer: CallObserver
-  modern: ModernTransport
+  modern: Era
   /** Undefined when the app serves 2026-07-28 only. */
-  legacy: LegacyTransport | undefined
+  legacy: LegacyEra | undefined
   lifecycle: Lifecycle
   protectedResource: ProtectedResource | undefined
 }
@@ -89,8 +90,8 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
   const { modern, legacy, lifecycle, protectedResource, observer } = endpoint
   // The call of a request rides on the request under a decorated symbol (bench/README.md#call-symbol).
   const calls = {
-    get: (request: FastifyRequest): Call | undefined => (request as unknown as CallHolder)[kCall] ?? undefined,
-    set: (request: FastifyRequest, call: Call): void => { (request as unknown as CallHolder)[kCall] = call },
+    get: (request: FastifyRequest): Prepared | undefined => (request as unknown as Holder)[kPrepared] ?? undefined,
+    set: (request: FastifyRequest, call: Prepared): void => { (request as unknown as Holder)[kPrepared] = call },
   }
 
   /** The era that serves a message; a 2025-era one when the app serves 2026-07-28 only is refused. */
@@ -138,7 +139,7 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
 
   async function handler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const ctx = request.mcp as McpContext
-    const call = calls.get(request) as Call
+    const call = calls.get(request) as Prepared
     let result: JsonObject
     try {
       result = await run(call)
@@ -149,7 +150,7 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
   }
 
   /** A call of a batch, run as `handler` runs a single one; its response goes into the batch's reply. */
-  async function respond (call: Call, request: FastifyRequest, reply: FastifyReply): Promise<object> {
+  async function respond (call: Prepared, request: FastifyRequest, reply: FastifyReply): Promise<object> {
     call.watch = observer.begin(request, call.ctx)
     let result: JsonObject
     try {
@@ -160,7 +161,7 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
     return { jsonrpc: '2.0', id: call.ctx.id, result: completed(call, result, reply) }
   }
 
-  function run (call: Call): Promise<JsonObject> {
+  function run (call: Prepared): Promise<JsonObject> {
     const { ctx, watch } = call
     const { dispatcher } = call.era
     return (watch.within === undefined
@@ -168,7 +169,7 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
       : watch.within(() => dispatcher.dispatch(ctx))) as Promise<JsonObject>
   }
 
-  function completed (call: Call, result: JsonObject, reply: FastifyReply): JsonObject {
+  function completed (call: Prepared, result: JsonObject, reply: FastifyReply): JsonObject {
     call.untrack()
     call.watch.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)
     return call.era.result(call, result, reply)
@@ -183,7 +184,7 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
   }
 
   /** An error as the client of its call reads it, logged as it deserves; the call, if any, is over. */
-  function errorOf (error: unknown, request: FastifyRequest, reply: FastifyReply, call: Call | undefined): McpError {
+  function errorOf (error: unknown, request: FastifyRequest, reply: FastifyReply, call?: Prepared): McpError {
     let mcpError = toMcpError(error)
     const method = call?.ctx.method
     if (error instanceof InvalidRequestStateError) {
@@ -224,7 +225,7 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
     })
   }
 
-  fastify.decorateRequest(kCall, null)
+  fastify.decorateRequest(kPrepared, null)
   fastify.setErrorHandler((error, request, reply) => fail(error, request, reply))
   fastify.removeContentTypeParser('text/plain')
   fastify.route({ method: 'POST', url: endpoint.path, bodyLimit: endpoint.bodyLimit, onRequest, preHandler, handler })
@@ -232,5 +233,4 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
   fastify.route({ method: 'DELETE', url: endpoint.path, onRequest, handler: async (_request, reply) => notAllowed(reply) })
 }
 
-const kCall = Symbol('mocapi.call')
-interface CallHolder { [kCall]: Call | null }
+interface Holder { [kPrepared]: Prepared | null }

@@ -5,7 +5,8 @@
 import type * as Otel from '@opentelemetry/api'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { isPlainObject } from '../check.js'
-import { kCallState, type McpContext } from '../context.js'
+import type { McpContext } from '../context.js'
+import { kCallState } from '../symbols.js'
 import { MOCAPI_VERSION } from '../version.js'
 import { UNWATCHED, type CallEnd, type CallObserver } from './observers.js'
 

@@ -3,18 +3,17 @@ import type { FastifyInstance } from 'fastify'
 import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
 import type { McpContext } from '../../lib/context.js'
-import { Failures } from '../../lib/features/failures.js'
+import { Handlers } from '../../lib/features/run.js'
 import { requestedSchema } from '../../lib/index.js'
 import { Tools } from '../../lib/features/tools.js'
 import { SchemaCompiler } from '../../lib/json-schema.js'
 import type { ReplayEngine } from '../../lib/replay/engine.js'
 import { build, call, rpc } from '../helpers.js'
-import type { Tasks } from '../../lib/tasks/tasks.js'
 import { Scopes } from '../../lib/features/scopes.js'
 import { Views } from '../../lib/features/views.js'
+import type { Resources } from '../../lib/features/resources.js'
 
 /** These tools take no task: nothing runs one. */
-const noTasks = { runWith () {} } as unknown as Tasks
 
 type Test = Parameters<typeof build>[0]
 
@@ -35,7 +34,7 @@ async function callWith (app: FastifyInstance, args: object, headers: Record<str
 
 function registering (inputSchema: object): () => void {
   return () => {
-    new Tools({} as ReplayEngine, new SchemaCompiler(), new Failures(true), noTasks, new Scopes(undefined), new Views()).add({ name: 't', inputSchema: inputSchema as Record<string, unknown> }, () => 'x')
+    new Tools(new Handlers({} as ReplayEngine, true), new SchemaCompiler(), new Scopes(undefined), new Views({} as Resources)).add({ name: 't', inputSchema: inputSchema as Record<string, unknown> }, () => 'x')
   }
 }
 
@@ -364,7 +363,7 @@ t.test('each round of an interactive call is checked', async (t) => {
 
 t.test('only 2026-07-28 requests are checked: 2025-era clients never send these headers', async (t) => {
   const engine = { run: async (_ctx: unknown, _label: string, run: () => unknown) => ({ complete: await run() }) } as unknown as ReplayEngine
-  const tools = new Tools(engine, new SchemaCompiler(), new Failures(true), noTasks, new Scopes(undefined), new Views())
+  const tools = new Tools(new Handlers(engine, true), new SchemaCompiler(), new Scopes(undefined), new Views({} as Resources))
   tools.add({ name: 't', inputSchema: region }, (args) => `region ${args.region}`)
   const context = (protocolVersion: string) => ({
     params: { name: 't', arguments: { region: 'eu' } }, protocolVersion, request: { headers: {} },

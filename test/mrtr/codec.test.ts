@@ -4,7 +4,8 @@ import { ExpiredRequestStateError, InvalidRequestStateError } from '../../lib/er
 import { DEFAULT_MAX_TOKEN_LENGTH, MAX_CLOCK_SKEW_MS, RequestStateCodec } from '../../lib/modern/codec.js'
 import { ephemeralKey } from '../../lib/seal/keys.js'
 import { KeyRing, TokenTooLongError } from '../../lib/seal/seal.js'
-import type { LedgerEntry, RequestStatePayload } from '../../lib/modern/codec.js'
+import type { LedgerEntry } from '../../lib/call.js'
+import type { RequestStatePayload } from '../../lib/modern/codec.js'
 
 const TTL = 600_000
 const T0 = 1_800_000_000_000

@@ -30,13 +30,13 @@ class Contended implements TaskStore {
 async function server (t: Test, options: MocapiOptions = {}, logs = capturedLogs()) {
   const app = Fastify(logs.options)
   await app.register(mocapi, { requestState: { keys: [KEY] }, ...options })
-  app.mcp.tool({ name: 'ask', task: { support: 'optional' } }, async (_args, ctx) => {
+  app.mcp.tool({ name: 'ask', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     await ctx.detach()
     ctx.log('info', 'no one hears this in a task')
     const answer = await ctx.elicit('Count?', requestedSchema().integer('n'))
     return answer.action === 'accept' ? `n=${answer.content.n}` : answer.action
   })
-  app.mcp.tool({ name: 'steps', task: { support: 'optional' } }, async (_args, ctx) => {
+  app.mcp.tool({ name: 'steps', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     await ctx.detach()
     ctx.progress(1)
     await new Promise((resolve) => setTimeout(resolve, 40))
@@ -45,7 +45,7 @@ async function server (t: Test, options: MocapiOptions = {}, logs = capturedLogs
     await new Promise((resolve) => setTimeout(resolve, 40))
     return 'stepped'
   })
-  app.mcp.tool({ name: 'wait', task: { support: 'optional' } }, async (_args, ctx) => {
+  app.mcp.tool({ name: 'wait', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     await ctx.detach()
     await new Promise((resolve, reject) => {
       const timer = setTimeout(resolve, 2_000)
@@ -53,11 +53,11 @@ async function server (t: Test, options: MocapiOptions = {}, logs = capturedLogs
     })
     return 'waited'
   })
-  app.mcp.tool({ name: 'big', task: { support: 'optional' } }, async (_args, ctx) => {
+  app.mcp.tool({ name: 'big', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     await ctx.detach()
     return 'x'.repeat(3000)
   })
-  app.mcp.tool({ name: 'checked', task: { support: 'optional' } }, async (_args, ctx) => {
+  app.mcp.tool({ name: 'checked', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     const answer = await ctx.elicit('Count?', requestedSchema().integer('n'))
     await ctx.detach()
     return answer.action
@@ -192,7 +192,7 @@ t.test('two readers of a lapsed lease: one recovers the task, the other reads wh
 
 t.test('a pass that breaks outside the handler (a result JSON cannot write) fails its task with an internal error, logged', async (t) => {
   const { app, lines } = await server(t)
-  app.mcp.tool({ name: 'bigint', task: { support: 'optional' } }, async (_args, ctx) => {
+  app.mcp.tool({ name: 'bigint', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     await ctx.detach()
     return { n: 10n } as never
   })
@@ -215,7 +215,7 @@ t.test('a log a task pass writes reaches no one, even when its call asked for a 
 
 t.test('a bound caller\'s task runs its later passes as that caller', async (t) => {
   const { app } = await server(t, { principal: (request) => request.headers['x-user'] as string ?? null })
-  app.mcp.tool({ name: 'whoami', task: { support: 'optional' } }, async (_args, ctx) => {
+  app.mcp.tool({ name: 'whoami', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     await ctx.detach()
     await ctx.elicit('Go?', requestedSchema().boolean('go'))
     return `you are ${String(ctx.principal)}`

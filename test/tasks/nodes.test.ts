@@ -14,7 +14,7 @@ async function fleet (t: Test, count: number,
   for (let i = 0; i < count; i++) {
     const app = Fastify()
     await app.register(mocapi, { requestState: { keys: [KEY] }, bus, tasks: { store, lease: 60 }, ...options })
-    app.mcp.tool({ name: 'hold', task: { support: 'optional' } }, async (_args, ctx) => {
+    app.mcp.tool({ name: 'hold', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
       await ctx.detach()
       started[`node${i}`] = (started[`node${i}`] ?? 0) + 1
       await new Promise<void>((resolve) => {
@@ -23,13 +23,13 @@ async function fleet (t: Test, count: number,
       })
       return `held on node${i}`
     })
-    app.mcp.tool({ name: 'again', task: { support: 'optional', rerun: true } }, async (_args, ctx) => {
+    app.mcp.tool({ name: 'again', task: { support: 'optional', rerun: true, detach: true } }, async (_args, ctx) => {
       await ctx.detach()
       started[`node${i}`] = (started[`node${i}`] ?? 0) + 1
       await new Promise((resolve) => setTimeout(resolve, 100))
       return `ran on node${i}`
     })
-    app.mcp.tool({ name: 'ask', task: { support: 'optional' } }, async (_args, ctx) => {
+    app.mcp.tool({ name: 'ask', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
       await ctx.detach()
       const answer = await ctx.elicit('Count?', requestedSchema().integer('n'))
       return answer.action === 'accept' ? `n=${answer.content.n} on node${i}` : answer.action
@@ -201,7 +201,7 @@ t.test('a store that fails: task calls get a clear error, logged; the rest of th
     await new Promise((resolve) => setTimeout(resolve, 5))
     return 'done'
   })
-  app.mcp.tool({ name: 'later', task: { support: 'optional' } }, async (_args, ctx) => {
+  app.mcp.tool({ name: 'later', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     await ctx.detach()
     return 'never'
   })

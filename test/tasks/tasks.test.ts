@@ -2,7 +2,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { McpError, requestedSchema, type MocapiOptions } from '../../lib/index.js'
 import { build, call, meta } from '../helpers.js'
-import { WITH_TASKS, task } from './client.js'
+import { WITH_TASKS, status, task, until } from './client.js'
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
 
@@ -45,7 +45,7 @@ async function app (t: Parameters<typeof build>[0], options: MocapiOptions = {})
     app.mcp.tool({
       name: 'confirm',
       inputSchema: { type: 'object', properties: { file: { type: 'string' } }, required: ['file'] } as const,
-      task: { support: 'optional' },
+      task: { support: 'optional', detach: true },
     }, async (args, ctx) => {
       await ctx.detach()
       const [a, b] = await Promise.all([
@@ -54,7 +54,7 @@ async function app (t: Parameters<typeof build>[0], options: MocapiOptions = {})
       ])
       return `${a.action === 'accept' ? String(a.content.confirm) : a.action} / ${b.action === 'accept' ? b.content.reason : b.action}`
     })
-    app.mcp.tool({ name: 'named', task: { support: 'required' } }, async (_args, ctx) => {
+    app.mcp.tool({ name: 'named', task: { support: 'required', detach: true } }, async (_args, ctx) => {
       const answer = await ctx.elicit('Name?', requestedSchema().string('name'), { key: 'name' })
       await ctx.detach()
       return answer.action === 'accept' ? `Hello, ${answer.content.name}` : 'nobody'
@@ -142,7 +142,7 @@ t.test('a required tool that may detach but ends without it is a completed task 
   server.mcp.tool({
     name: 'maybe',
     inputSchema: { type: 'object', properties: { later: { type: 'boolean' } } } as const,
-    task: { support: 'required' },
+    task: { support: 'required', detach: true },
   }, async (args, ctx) => {
     if (args.later === true) await ctx.detach()
     return 'done here'
@@ -156,7 +156,7 @@ t.test('a signal taken before detach() follows the task: a cancel aborts it', as
   const server = await app(t)
   let heard!: () => void
   const aborted = new Promise<void>((resolve) => { heard = resolve })
-  server.mcp.tool({ name: 'watch', task: { support: 'optional' } }, async (_args, ctx) => {
+  server.mcp.tool({ name: 'watch', task: { support: 'optional', detach: true } }, async (_args, ctx) => {
     const signal = ctx.signal
     await ctx.detach()
     await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
@@ -169,6 +169,34 @@ t.test('a signal taken before detach() follows the task: a cancel aborts it', as
   const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 1_000))
   t.equal(await Promise.race([aborted.then(() => 'aborted'), timeout]), 'aborted', 'the signal taken before detach() aborted')
   t.equal((await task(server, 'tasks/get', { taskId: body.result.taskId })).body.result.status, 'cancelled')
+})
+
+t.test('ctx.detach() in a tool that does not declare task.detach fails at once, naming the option, in a task or a plain call', async (t) => {
+  const server = await app(t)
+  // Its source names detach: only the declaration counts.
+  server.mcp.tool({ name: 'undeclared', task: { support: 'optional' } }, async (_args, ctx) => {
+    await ctx.detach()
+    return 'detached'
+  })
+  const expected = /ctx\.detach\(\) needs tool undeclared to declare task: \{ detach: true \}/
+  const { body } = await task(server, 'tools/call', { name: 'undeclared' })
+  t.equal(body.result.resultType, 'task', 'the call became a task before the handler ran')
+  t.match(await until(() => status(server, body.result.taskId), (s) => s.status === 'completed'),
+    { result: { isError: true, content: [{ text: expected }] } })
+  const plain = await call(server, 'tools/call', { name: 'undeclared' })
+  t.match(plain.body.result, { isError: true, content: [{ text: expected }] }, 'a client without the extension learns it too')
+})
+
+t.test('a task asking more in one round than its state holds fails saying so, in the task\'s own words', async (t) => {
+  const server = await app(t, { limits: { taskBytesPerCaller: 3_000 } })
+  server.mcp.tool({ name: 'many', task: { support: 'optional' } }, async (_args, ctx) => {
+    const schema = requestedSchema().boolean('ok')
+    await Promise.all(Array.from({ length: 80 }, (_, i) => ctx.elicit(`Question ${i}?`, schema)))
+    return 'asked'
+  })
+  const { body } = await task(server, 'tools/call', { name: 'many' })
+  t.match(await until(() => status(server, body.result.taskId), (s) => s.status === 'failed'),
+    { error: { code: -32602, message: /^The handler asked for more input in one round than a task's state holds \(over \d+ requests\)$/ } })
 })
 
 t.test('task.detach says whether a handler detaches, where its source cannot', async (t) => {

@@ -1,0 +1,130 @@
+/**
+ * The passes of tasks this node runs: each holds its task by a lease while it runs, and stores how it ended. A task
+ * whose node stopped mid-pass is failed, or run again, by the next node that reads it.
+ */
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import { CallState } from '../call.js'
+import { McpContext } from '../context.js'
+import { ErrorCode, McpError } from '../errors.js'
+import { PROTOCOL_VERSION, type CallToolResult, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
+import type { Outcome } from '../replay/engine.js'
+import type { Task } from './record.js'
+import type { TaskRepository } from './repository.js'
+import { Running } from './running.js'
+import { TaskDelivery } from './task-delivery.js'
+import type { TaskStatus } from './store.js'
+
+/** How a task's pass ends: the tool's result, the questions of an MRTR round before it detached, or parked. */
+export type PassEnd = CallToolResult | InputRequiredResult | Extract<Outcome<unknown>, { parked: unknown }>
+
+/** Runs one pass of a task's tool with a context made for it. */
+export type PassRunner = (ctx: McpContext) => Promise<PassEnd>
+
+export interface RunnerParts {
+  repository: TaskRepository
+  run: PassRunner
+  /** How long a running pass holds its task, in ms. */
+  lease: number
+  /** The most characters a stored result may take (bodyLimit). */
+  resultLength: number
+  log: FastifyBaseLogger
+}
+
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled'])
+
+export class TaskRunner {
+  readonly #parts: RunnerParts
+  readonly #running = new Map<string, Running>()
+
+  constructor (parts: RunnerParts) {
+    this.#parts = parts
+  }
+
+  /** A new pass of `task`, not yet followed: what a call that detaches goes on with. */
+  running (task: Task): Running {
+    return new Running(this.#parts.repository, task)
+  }
+
+  /** The task delivery of a pass. */
+  delivery (running: Running): TaskDelivery {
+    return new TaskDelivery(running, this.#parts.repository.maxLength)
+  }
+
+  /** Runs a pass of a task on this node, in the background, with a context made as a transport makes one. */
+  start (request: FastifyRequest, task: Task): void {
+    const { state } = task
+    const running = this.running(task)
+    const { capabilities, info } = state
+    const client = { protocolVersion: PROTOCOL_VERSION, capabilities, info: info as never, logLevel: undefined }
+    // A task is never made for an unbound caller.
+    const principal = { value: state.principal, state: state.principal === null ? 'anonymous' as const : 'bound' as const }
+    const message = { id: state.callId, method: 'tools/call', params: state.params }
+    const call = new CallState(request, message, client, principal, running.stream, this.delivery(running))
+    this.follow(running, this.#parts.run(new McpContext(call)))
+  }
+
+  /** Holds a task while its pass runs, and stores how the pass ended. */
+  follow (running: Running, passing: Promise<PassEnd>): void {
+    const id = running.current.stored.id
+    this.#running.set(id, running)
+    running.hold(this.#parts.lease)
+    const fail = async (error: unknown): Promise<void> => {
+      if (running.lost) return
+      const failure = error instanceof McpError ? error.toJSON() : { code: ErrorCode.InternalError, message: 'Internal error' }
+      if (!(error instanceof McpError)) this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: a task pass failed')
+      // A failed task keeps nothing it no longer needs, so its write fits where the pass's own did not.
+      const { asked: _asked, answers: _answers, result: _result, ...kept } = running.current.state
+      await running.write('failed', { ...kept, ledger: [], error: failure, message: failure.message })
+    }
+    passing.then(async (end) => {
+      if ('parked' in end || running.lost) return
+      const length = JSON.stringify(end).length
+      if (length > this.#parts.resultLength) {
+        await fail(new McpError(ErrorCode.InternalError, `The tool's result takes ${length} characters, more than a task keeps (bodyLimit)`))
+        return
+      }
+      // The CallToolResult as a 2026-07-28 call answers it, `resultType` included.
+      const state = { ...running.current.state, result: { resultType: 'complete', ...end } as JsonObject, message: undefined }
+      await running.write('completed', state, { quota: true }).catch(fail)
+    }, fail).catch((error: unknown) => {
+      this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: the outcome of a task pass could not be stored')
+    }).finally(() => {
+      running.end()
+      if (this.#running.get(id) === running) this.#running.delete(id)
+    })
+  }
+
+  /** A working task whose lease lapsed lost its node: it fails, or, for a `rerun` tool, runs again here. */
+  async recover (request: FastifyRequest, task: Task): Promise<Task> {
+    const { stored, state } = task
+    if (stored.status !== 'working' || (stored.leaseUntil as number) > Date.now() || this.#running.has(stored.id)) return task
+    const repository = this.#parts.repository
+    const stopped = 'The node running this task stopped before it finished'
+    const next = state.rerun === true
+      ? await repository.replace(task, 'working', { ...state, message: 'Running again: the node running it stopped' },
+        { leaseUntil: Date.now() + this.#parts.lease })
+      : await repository.replace(task, 'failed', { ...state, message: stopped, error: { code: ErrorCode.InternalError, message: stopped } })
+    if (next === undefined) return (await repository.read(stored.id)) ?? task
+    if (next.stored.status === 'working') this.start(request, next)
+    return next
+  }
+
+  /** The pass of a task that runs here, if any, stops: what it does later is discarded. */
+  lose (id: string, reason: string): void {
+    this.#running.get(id)?.lose(reason)
+  }
+
+  /** Whether a pass of a task runs here. */
+  has (id: string): boolean {
+    return this.#running.has(id)
+  }
+
+  /** The server closes: the passes it runs let go of their tasks, so the next reader recovers them. */
+  async close (): Promise<void> {
+    await Promise.all([...this.#running.values()].map(async (running) => {
+      const { stored, state } = running.current
+      await running.write(stored.status, state, { leaseUntil: Date.now() }).catch(() => false)
+      running.lose('the server is closing')
+    }))
+  }
+}

@@ -1,0 +1,111 @@
+/** A pass this node runs of a task: its stream, its lease, and its writes one after the other. */
+import type { NotificationStream } from '../call.js'
+import type { Task, TaskState } from './record.js'
+import type { TaskRepository, WriteOptions } from './repository.js'
+import type { TaskStatus } from './store.js'
+
+/** A task's stream: progress becomes its status message; other notifications have no one to reach. */
+export class TaskStream implements NotificationStream {
+  readonly #controller = new AbortController()
+  readonly #report: (message: string) => void
+
+  constructor (report: (message: string) => void) {
+    this.#report = report
+  }
+
+  get signal (): AbortSignal {
+    return this.#controller.signal
+  }
+
+  get aborted (): boolean {
+    return this.#controller.signal.aborted
+  }
+
+  notify (): boolean {
+    return true
+  }
+
+  progress (progress: number, total: number | undefined, message: string | undefined): void {
+    this.#report(message ?? (total === undefined ? `${progress}` : `${progress} of ${total}`))
+  }
+
+  abort (reason: string): void {
+    this.#controller.abort(new DOMException(reason, 'AbortError'))
+  }
+}
+
+/**
+ * A pass this node runs: the version of its task it last wrote, its writes one after the other, and its lease
+ * renewed until it ends. A write that finds the task changed by anyone else means the pass lost it (cancelled, or
+ * taken over after its lease lapsed): the pass is aborted and what it does later is discarded.
+ */
+export class Running {
+  current: Task
+  readonly stream: TaskStream
+  readonly #repository: TaskRepository
+  #queue: Promise<unknown> = Promise.resolve()
+  #renewal: NodeJS.Timeout | undefined
+  #message: string | undefined
+  #reporting = false
+  #lost = false
+
+  constructor (repository: TaskRepository, task: Task) {
+    this.#repository = repository
+    this.current = task
+    this.stream = new TaskStream((message) => { this.#progress(message) })
+  }
+
+  get lost (): boolean {
+    return this.#lost
+  }
+
+  /** Renews the lease every third of it while the pass runs. */
+  hold (lease: number): void {
+    this.#renewal = setInterval(() => {
+      // A renewal changes nothing a client sees: no one is told of it.
+      this.write('working', this.current.state, { leaseUntil: Date.now() + lease, announce: false }).catch(() => {})
+    }, Math.max(1, Math.floor(lease / 3)))
+    this.#renewal.unref()
+  }
+
+  /** Writes the task in `status` with `state`, unless it was lost; whether it was written. */
+  write (status: TaskStatus, state: TaskState, how: WriteOptions = {}): Promise<boolean> {
+    const next = this.#queue.then(async () => {
+      if (this.#lost) return false
+      const written = await this.#repository.replace(this.current, status, state, how)
+      if (written === undefined) {
+        this.lose('the task was changed elsewhere')
+        return false
+      }
+      this.current = written
+      return true
+    })
+    this.#queue = next.catch(() => {})
+    return next
+  }
+
+  /** The pass ended: no more renewals. */
+  end (): void {
+    clearInterval(this.#renewal)
+  }
+
+  /** The pass no longer holds its task: it is aborted, and nothing it does is written. */
+  lose (reason: string): void {
+    if (this.#lost) return
+    this.#lost = true
+    this.end()
+    this.stream.abort(reason)
+  }
+
+  #progress (message: string): void {
+    this.#message = message
+    if (this.#reporting) return
+    this.#reporting = true
+    setImmediate(() => {
+      this.#reporting = false
+      const state = { ...this.current.state, message: this.#message }
+      const { status, leaseUntil } = this.current.stored
+      this.write(status, state, { leaseUntil, quota: true }).catch(() => {})
+    })
+  }
+}
