@@ -1,11 +1,12 @@
 /** Call observers (the log line, tracing): each sees a call begin, once its context is made, and end. */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { McpContext } from '../context.js'
-import { kCallState } from '../symbols.js'
 
 /** How a call ended: its result, an `isError` tool result, or a JSON-RPC error with its code. */
 export interface CallEnd {
   outcome: 'complete' | 'input_required' | 'tool_error' | 'error'
+  /** The round the call ran (1 for a first call); 0 for a method that takes no rounds. */
+  round: number
   code?: number
   message?: string
 }
@@ -42,12 +43,11 @@ export const callLog: CallObserver = {
     ? UNWATCHED
     : {
         ended: (end, reply) => {
-          const round = ctx[kCallState].round
           request.log.info({
             mcp: {
               method: ctx.method,
               name: targetOf(ctx),
-              round: round === 0 ? undefined : round,
+              round: end.round === 0 ? undefined : end.round,
               outcome: end.outcome,
               code: end.code,
               durationMs: Math.round(reply.elapsedTime * 100) / 100

@@ -16,7 +16,7 @@ import type { CallObserver } from './observers.js'
 import { sendClosing, type Lifecycle } from './channel.js'
 import type { Era, LegacyEra, Prepared } from './era.js'
 import { checkOrigin } from './hosts.js'
-import { kPrepared } from '../symbols.js'
+import { kCallState, kPrepared } from '../symbols.js'
 import type { ProtectedResource } from './oauth.js'
 
 /**
@@ -171,7 +171,8 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
 
   function completed (call: Prepared, result: JsonObject, reply: FastifyReply): JsonObject {
     call.untrack()
-    call.watch.ended({ outcome: result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete' }, reply)
+    const outcome = result.isError === true ? 'tool_error' : result.resultType === 'input_required' ? 'input_required' : 'complete'
+    call.watch.ended({ outcome, round: call.ctx[kCallState].round }, reply)
     return call.era.result(call, result, reply)
   }
 
@@ -199,7 +200,7 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
     if (call !== undefined) {
       call.untrack()
       mcpError = call.era.error(call, mcpError)
-      call.watch.ended({ outcome: 'error', code: mcpError.code, message: mcpError.message }, reply)
+      call.watch.ended({ outcome: 'error', round: call.ctx[kCallState].round, code: mcpError.code, message: mcpError.message }, reply)
     }
     return mcpError
   }

@@ -174,8 +174,7 @@ export function callTracer (api: Api): CallObserver {
         ended: (end) => {
           const errorType = errorTypeOf(end)
           if (span.isRecording()) {
-            const round = ctx[kCallState].round
-            if (round !== 0) span.setAttribute('mocapi.mrtr.round', round)
+            if (end.round !== 0) span.setAttribute('mocapi.mrtr.round', end.round)
             span.setAttribute('mocapi.call.outcome', end.outcome)
             if (end.code !== undefined) span.setAttribute('rpc.response.status_code', String(end.code))
             if (errorType !== undefined) {

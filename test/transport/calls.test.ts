@@ -34,7 +34,7 @@ t.test('several observers are told in order, and the dispatch runs in the scopes
   const seen: string[] = []
   const watch = observers([watcher('a', seen, true), watcher('b', seen, false), watcher('c', seen, true)]).begin(request, ctx)
   t.equal(watch.within?.(() => { seen.push('dispatch'); return 42 }), 42)
-  watch.ended({ outcome: 'error', code: -32603 }, reply)
+  watch.ended({ outcome: 'error', round: 0, code: -32603 }, reply)
   t.same(seen, ['a in', 'c in', 'dispatch', 'c out', 'a out', 'a error', 'b error', 'c error'])
 })
 
@@ -44,12 +44,12 @@ t.test('observers with nothing to do for a call are left out of it', async (t) =
   const only = watcher('a', seen, false)
   const alone = observers([idle, only, idle]).begin(request, ctx)
   t.equal(alone.within, undefined, 'the one watch left has no scope')
-  alone.ended({ outcome: 'complete' }, reply)
+  alone.ended({ outcome: 'complete', round: 1 }, reply)
   t.same(seen, ['a complete'])
   t.equal(observers([idle, idle]).begin(request, ctx), UNWATCHED, 'no one watches')
   const unscoped = observers([watcher('b', seen, false), idle, watcher('c', seen, false)]).begin(request, ctx)
   t.equal(unscoped.within, undefined, 'no scope when none of them has one')
-  unscoped.ended({ outcome: 'tool_error' }, reply)
+  unscoped.ended({ outcome: 'tool_error', round: 1 }, reply)
   t.same(seen, ['a complete', 'b tool_error', 'c tool_error'])
 })
 
