@@ -177,3 +177,10 @@ export function messageOf (error: unknown): string {
     return 'a value that does not print'
   }
 }
+
+/** `resources/read` of a URI nothing serves: -32602 in 2026-07-28, which the 2025 revisions answered as -32002. */
+export class ResourceNotFoundError extends McpError {
+  constructor (uri: string) {
+    super(ErrorCode.InvalidParams, 'Resource not found', { statusCode: 200, data: { uri } })
+  }
+}

@@ -1,6 +1,6 @@
 import { cacheHint, nonEmptyString, plainObject, type CacheHint } from '../check.js'
 import type { McpContext } from '../context.js'
-import { InvalidDefinitionError, invalidParams } from '../errors.js'
+import { InvalidDefinitionError, ResourceNotFoundError, invalidParams } from '../errors.js'
 import { isViewUri } from '../protocol/extensions.js'
 import { isPlainObject, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
@@ -279,14 +279,13 @@ export class Resources {
   async read (ctx: McpContext): Promise<JsonObject | InputRequiredResult> {
     const uri = ctx.params.uri as string
     checkUriLength(uri, this.#settings.maxUriLength)
-    const notFound = () => invalidParams('Resource not found', 200, { uri })
     const found = await this.resolve(uri, ctx, true)
-    if (found === undefined) throw notFound()
+    if (found === undefined) throw new ResourceNotFoundError(uri)
     this.#scopes.check(found.entry.scopes, ctx, 'The resource', uri)
     const { mimeType, cache } = found.entry
     const outcome = await this.#handlers.run(ctx, `resource ${uri}`, async () => {
       const value = await found.run()
-      if (value === undefined || value === null) throw notFound()
+      if (value === undefined || value === null) throw new ResourceNotFoundError(uri)
       return { contents: toContents(value, uri, mimeType), ttlMs: cache.ttlMs, cacheScope: cache.cacheScope }
     })
     return 'complete' in outcome ? outcome.complete : outcome as InputRequiredResult

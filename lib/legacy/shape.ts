@@ -1,5 +1,5 @@
 /** Results and errors in the 2025 revisions' shapes: no 2026 fields, `_meta` keys or error codes. */
-import { ErrorCode, McpError } from '../errors.js'
+import { ErrorCode, McpError, ResourceNotFoundError } from '../errors.js'
 import { META_SERVER_INFO, isPlainObject, type JsonObject } from '../protocol/wire.js'
 
 const MODERN_ONLY = new Set(['resultType', 'ttlMs', 'cacheScope'])
@@ -29,12 +29,12 @@ export function legacyResult (method: string, result: JsonObject): JsonObject {
 }
 
 /** Errors of a request that reached its method go in-band (HTTP 200): a 404 would say the session is gone. */
-export function legacyError (method: string | undefined, error: McpError): McpError {
+export function legacyError (error: McpError): McpError {
   let code = error.code
   if (code === ErrorCode.HeaderMismatch ||
     code === ErrorCode.UnsupportedProtocolVersion) code = ErrorCode.InvalidRequest
   if (code === ErrorCode.MissingRequiredClientCapability) code = ErrorCode.InvalidParams
-  if (method === 'resources/read' && code === ErrorCode.InvalidParams && error.message === 'Resource not found') code = ErrorCode.ResourceNotFound
+  if (error instanceof ResourceNotFoundError) code = ErrorCode.ResourceNotFound
   const statusCode = error.statusCode === 404 || error.statusCode === 400 ? 200 : error.statusCode
   if (code === error.code && statusCode === error.statusCode) return error
   return new McpError(code, error.message, { statusCode, data: error.data })

@@ -262,7 +262,7 @@ export class LegacyTransport implements LegacyEra {
   }
 
   error (call: Prepared, error: McpError): McpError {
-    return legacyError(call.ctx.method, error)
+    return legacyError(error)
   }
 
   /** Answers a client's answer: 202 once the request it answers took it, else 400. */

@@ -6,7 +6,7 @@ import { SessionCodec, reduceCapabilities, reduceInfo, MAX_OPENED_SESSIONS, MAX_
 import { MAX_REMEMBERED_LEVELS, SessionHub } from '../../lib/legacy/hub.js'
 import { legacyError, legacyResult } from '../../lib/legacy/shape.js'
 import { Exchange } from '../../lib/legacy/exchange.js'
-import { McpError } from '../../lib/errors.js'
+import { McpError, ResourceNotFoundError } from '../../lib/errors.js'
 import { requestedSchema } from '../../lib/index.js'
 import { Subscriptions } from '../../lib/features/subscriptions.js'
 
@@ -100,10 +100,11 @@ t.test('results and errors in the 2025 shapes', async (t) => {
   t.same(legacyResult('prompts/get', { messages: [], _meta: { 'io.modelcontextprotocol/serverInfo': {} } }), { messages: [] }, 'a _meta of serverInfo alone goes')
   t.same(legacyResult('tools/call', { content: [], structuredContent: { a: 1 } }), { content: [], structuredContent: { a: 1 } })
   const kept = new McpError(-32603, 'boom', { statusCode: 500 })
-  t.equal(legacyError('tools/call', kept), kept, 'an error that needs no change is the same error')
-  t.same(legacyError('tools/call', new McpError(-32020, 'header', { statusCode: 400 })).toJSON(), { code: -32600, message: 'header' })
-  t.equal(legacyError('tools/call', new McpError(-32022, 'v', { statusCode: 400 })).statusCode, 200)
-  t.same(legacyError('prompts/get', new McpError(-32602, 'Resource not found', { statusCode: 200 })).code, -32602, 'only a read answers -32002')
+  t.equal(legacyError(kept), kept, 'an error that needs no change is the same error')
+  t.same(legacyError(new McpError(-32020, 'header', { statusCode: 400 })).toJSON(), { code: -32600, message: 'header' })
+  t.equal(legacyError(new McpError(-32022, 'v', { statusCode: 400 })).statusCode, 200)
+  t.same(legacyError(new McpError(-32602, 'Resource not found', { statusCode: 200 })).code, -32602, 'an error that only reads the same is kept')
+  t.same(legacyError(new ResourceNotFoundError('files://gone')).toJSON(), { code: -32002, message: 'Resource not found', data: { uri: 'files://gone' } })
 })
 
 t.test('an answer forwarded to a node that never acknowledges is refused after a while, and a bus that fails is logged', async (t) => {
