@@ -1,13 +1,10 @@
 import type { NotificationStream } from '../call.js'
 import type { McpContext } from '../context.js'
 import { kCallState } from '../symbols.js'
-import { invalidParams, invalidRequest } from '../errors.js'
+import { invalidRequest } from '../errors.js'
 import { callerOf } from '../address.js'
-import { isTaskId, requireTasks } from '../tasks/options.js'
-import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
+import type { JsonObject } from '../protocol/wire.js'
 import { LIST_KINDS, type ChangeEvent, type ListKind } from '../bus/events.js'
-
-const LIST_FLAGS: Readonly<Record<string, ListKind>> = { toolsListChanged: 'tools', promptsListChanged: 'prompts', resourcesListChanged: 'resources' }
 
 export const LIST_CHANGED: Readonly<Record<ListKind, string>> = {
   tools: 'notifications/tools/list_changed',
@@ -25,6 +22,9 @@ export interface StreamLimits {
   /** Characters in one URI. */
   uriLength: number
 }
+
+/** What a stream hears of: list changes, updates of resources, and (2026-07-28 only) tasks' news. */
+export interface Filter { lists: Set<ListKind>, uris: Set<string>, tasks?: Set<string> }
 
 /** Whether a caller may see a URI, exactly when a read would serve it: a boolean unless some item checks access. */
 export type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
@@ -45,41 +45,6 @@ export interface Listener {
 /** The current state of a task as `principal` may see it; undefined for a task that is not theirs. */
 export type TaskView = (id: string, principal: string | null) => Promise<JsonObject | undefined>
 
-interface Filter { lists: Set<ListKind>, uris: Set<string>, tasks: Set<string> }
-
-/** The dispatcher already made sure `value` is an object. */
-function readFilter (ctx: McpContext, value: JsonObject, limits: StreamLimits): Filter {
-  const lists = new Set<ListKind>()
-  const uris = new Set<string>()
-  const tasks = new Set<string>()
-  for (const key of Object.keys(value)) {
-    const item = value[key]
-    if (key === 'taskIds') {
-      requireTasks(ctx)
-      if (!Array.isArray(item) || !item.every(isTaskId)) {
-        throw invalidParams('params.notifications.taskIds must be an array of task ids (22 base64url characters each)')
-      }
-      if (item.length > limits.subscriptionUris) {
-        throw invalidParams(`params.notifications.taskIds holds ${item.length} ids; at most ${limits.subscriptionUris} are accepted (limits.subscriptionUris)`)
-      }
-      for (const id of item as string[]) tasks.add(id)
-    } else if (key === 'resourceSubscriptions') {
-      if (!Array.isArray(item) || !item.every((uri) => typeof uri === 'string')) throw invalidParams('params.notifications.resourceSubscriptions must be an array of URIs')
-      if (item.length > limits.subscriptionUris) {
-        throw invalidParams(`params.notifications.resourceSubscriptions holds ${item.length} URIs; at most ${limits.subscriptionUris} are accepted (limits.subscriptionUris)`)
-      }
-      for (const uri of item as string[]) {
-        if (uri.length > limits.uriLength) throw invalidParams(`params.notifications.resourceSubscriptions has a URI longer than ${limits.uriLength} characters`)
-        uris.add(uri)
-      }
-    } else if (Object.hasOwn(LIST_FLAGS, key)) {
-      if (typeof item !== 'boolean') throw invalidParams(`params.notifications.${key} must be a boolean`)
-      if (item) lists.add(LIST_FLAGS[key])
-    } else throw invalidParams(`Unknown field params.notifications.${key}`)
-  }
-  return { lists, uris, tasks }
-}
-
 /**
  * This process's listen streams and 2025-era GET streams, indexed by list kind and URI so a change scans no filter;
  * a resource update reaches only callers that may read it.
@@ -98,6 +63,10 @@ export class Subscriptions {
     this.#limits = limits
     this.#visibility = visibility
     this.#taskView = taskView
+  }
+
+  get limits (): StreamLimits {
+    return this.#limits
   }
 
   /** Tells the streams naming a task of its current state, each as its caller may see it. */
@@ -203,7 +172,7 @@ export class Subscriptions {
   }
 
   /** `ended` resolves once the client leaves, the stream is cut off or the server closes; 429/503 past the limits. */
-  stream (ctx: McpContext, filter: { lists: Set<ListKind>, uris: Set<string>, tasks?: Set<string> },
+  stream (ctx: McpContext, filter: Filter,
     format: (event: ChangeEvent) => object, stream: NotificationStream = ctx[kCallState].stream,
     formatTask?: (task: JsonObject) => object): { listener: Listener, ended: Promise<void> } {
     let settle!: () => void
@@ -227,17 +196,5 @@ export class Subscriptions {
     if (stream.signal.aborted) listener.end()
     else stream.signal.addEventListener('abort', listener.end)
     return { listener, ended }
-  }
-
-  async listen (ctx: McpContext): Promise<JsonObject> {
-    const filter = readFilter(ctx, ctx.params.notifications as JsonObject, this.#limits)
-    const meta = { [META_SUBSCRIPTION_ID]: ctx.id }
-    const { ended } = this.stream(ctx, filter, (event) => event.kind === 'resource'
-      ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri, _meta: meta } }
-      : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind], params: { _meta: meta } },
-    ctx[kCallState].stream, (task) => ({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: meta } }))
-    ctx[kCallState].stream.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ctx.params.notifications, _meta: meta } })
-    await ended
-    return { _meta: meta }
   }
 }

@@ -4,6 +4,7 @@ import { discover, type DiscoverSettings } from '../features/discover.js'
 import { defineShared, registered, type ListSettings, type SharedFeatures } from '../features/methods.js'
 import type { Subscriptions } from '../features/subscriptions.js'
 import { Dispatcher } from '../protocol/dispatch.js'
+import { listen } from './listen.js'
 import type { Tasks } from '../tasks/tasks.js'
 
 export interface ModernFeatures extends SharedFeatures {
@@ -27,7 +28,7 @@ export function modernMethods (
     enabled: () => tools.size > 0,
     run: (ctx) => tasks.call(ctx),
   })
-  dispatcher.define('subscriptions/listen', { params: { notifications: 'object' }, run: (ctx) => subscriptions.listen(ctx) })
+  dispatcher.define('subscriptions/listen', { params: { notifications: 'object' }, run: (ctx) => listen(ctx, subscriptions) })
   const hasTasks = () => tools.servesTasks
   dispatcher.define('tasks/get', { params: { taskId: 'string' }, enabled: hasTasks, run: (ctx) => tasks.get(ctx) })
   dispatcher.define('tasks/update', {
