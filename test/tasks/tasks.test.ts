@@ -1,5 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { McpError, requestedSchema, type MocapiOptions } from '../../lib/index.js'
 import { build, call, meta } from '../helpers.js'
 import { WITH_TASKS, status, task, until } from './client.js'
@@ -27,10 +28,8 @@ async function app (t: Parameters<typeof build>[0], options: MocapiOptions = {})
       // Reported once the call is a task (its first wait), so it becomes the status message.
       await new Promise((resolve) => setTimeout(resolve, 5))
       ctx.progress(1, 2, 'halfway')
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, args.ms)
-        ctx.signal.addEventListener('abort', () => { clearTimeout(timer); reject(ctx.signal.reason) }, { once: true })
-      })
+      // Abortable from the start: a cancel that came during the first wait ends this one at once, leaving no timer.
+      await sleep(args.ms, undefined, { signal: ctx.signal }).catch(() => { throw ctx.signal.reason })
       return `slept ${args.ms}`
     })
     app.mcp.tool({ name: 'required', task: { support: 'required' } }, () => 'done at once')
