@@ -71,7 +71,8 @@ t.test('a listen stream whose client does not read is ended at the buffer limit'
   t.ok(cut(), `the server ended the stream after ${sent} updates of 4 kB, and said so at warn`)
   // The paused client sees the end once it reads what the kernel holds.
   socket.resume()
-  await Promise.race([closed, sleep(10_000)])
+  // Unref'd, so that the deadline does not keep the file running for 10 s after the socket has closed.
+  await Promise.race([closed, sleep(10_000, undefined, { ref: false })])
   t.equal(socket.destroyed, true, 'the connection is closed')
   const again = await listen(`http://127.0.0.1:${port}/mcp`, 2, { toolsListChanged: true })
   t.equal((await again.next()).method, 'notifications/subscriptions/acknowledged', 'the server keeps serving, and the cut stream no longer counts')
