@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net'
 import { once } from 'node:events'
 import { setTimeout as sleep, setImmediate as tick } from 'node:timers/promises'
 import { build, capturedLogs, listen, meta, VERSION, type build as Build } from '../helpers.js'
+import { soakSize } from '../soak.js'
 
 type Test = Parameters<typeof Build>[0]
 
@@ -131,7 +132,7 @@ t.test('each change reaches exactly the streams that asked for it, among many wi
     app.mcp.resourceTemplate({ uriTemplate: 'test://item/{n}', name: 'item' }, (_uri, v) => v.n)
   })
   const streams = []
-  for (let i = 0; i < 50; i++) {
+  for (let i = 0; i < soakSize(10, 50); i++) {
     const uris = Array.from({ length: 256 }, (_, k) => `test://item/${i * 1000 + k}`)
     const stream = await listen(url, i, { resourceSubscriptions: uris })
     await stream.next()
