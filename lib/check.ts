@@ -3,6 +3,7 @@
  * {@link InvalidOptionError} unless told otherwise.
  */
 import { InvalidOptionError, type RegistrationErrorConstructor } from './errors.js'
+import { isPlainObject } from './protocol/wire.js'
 
 /** `ttlMs` and `cacheScope` stamped on a cacheable result. */
 export interface CacheHint {
@@ -20,9 +21,10 @@ export function describe (value: unknown): string {
   return 'an object'
 }
 
-export function isPlainObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
+export function noop (): void {}
+
+/** The longest delay a Node timer keeps: a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** Fails with `<name> must be <what>, got <value>`. */
 export function fail (

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { noop } from './check.js'
 import type { McpContext } from './context.js'
 import { FormAnswers } from './elicitation/answers.js'
 import { Handlers } from './features/run.js'
@@ -96,7 +97,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   bus.attach((event) => {
     if (event.kind === 'session') hub.receive(event)
     else if (event.kind === 'task') {
-      if (event.node !== exchange.node) tasks.changed(event.id).catch(() => {})
+      if (event.node !== exchange.node) tasks.changed(event.id).catch(noop)
       subscriptions.deliverTask(event.id)
     } else subscriptions.deliver(event)
   }, { node: exchange.node, listener: (message) => exchange.received(message) }, () => subscriptions.catchUp())

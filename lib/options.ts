@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import {
-  boundedInteger, cacheHint, describe, isPlainObject, knownFields, nonEmptyString, oneOf, optionalBoolean,
+  MAX_TIMER_MS, boundedInteger, cacheHint, describe, knownFields, nonEmptyString, oneOf, optionalBoolean,
   optionalFunction, optionalString, plainObject, positiveInteger, stringList, type CacheHint,
 } from './check.js'
 import { InvalidOptionError } from './errors.js'
@@ -9,7 +9,7 @@ import type { TaskStore } from './tasks/store.js'
 import type { NotificationBus } from './bus/bus.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './modern/codec.js'
 import { MAKE_KEY } from './seal/keys.js'
-import { LEGACY_VERSIONS, PROTOCOL_VERSION, type Implementation } from './protocol/wire.js'
+import { LEGACY_VERSIONS, PROTOCOL_VERSION, isPlainObject, type Implementation } from './protocol/wire.js'
 import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'
 import { MOCAPI_VERSION } from './version.js'
 
@@ -240,8 +240,6 @@ const DEFAULT_TASKS_PER_CALLER = 64
 const DEFAULT_TASK_BYTES_PER_CALLER = 16 * 1024 * 1024
 const DEFAULT_LEASE = 30_000
 
-/** The longest delay a Node timer keeps: a longer one fires after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 const TIMER_BOUND = 'about 24.8 days, the longest timer Node keeps: a longer one fires at once'
 const MAX_TOKEN_LENGTH = 1024 * 1024
 const TOKEN_BOUND = '1 MiB of characters: every retry carries its token, and a request body is at most 1 MiB by default (bodyLimit)'

@@ -1,12 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { noop } from '../check.js'
 import type { BusEvent, NotificationBus } from './bus.js'
 
 /** After `late` ms the server starts without the bus and the operator is told, then again every `nag` ms. */
 const BUS_TIMING = { late: 2_000, nag: 30_000 }
 /** At most one line per this long about changes the bus failed to carry. */
 const BUS_FAILURE_LOG_MS = 10_000
-
-function noop (): void {}
 
 /**
  * The plugin's side of a bus. It subscribes in the background, so a down bus never keeps the server from starting

@@ -1,7 +1,7 @@
 /** Answers are checked before they enter the ledger, so nothing undeclared reaches the handler or rides in tokens. */
 import { digest } from '../seal/digest.js'
 import { firstError, type SchemaCompiler, type Validator } from '../json-schema.js'
-import { deepFreeze, isPlainObject, type JsonObject } from '../protocol/wire.js'
+import { deepFreeze, isPlainObject, setOwn, type JsonObject } from '../protocol/wire.js'
 import { isBuilder, schemaJson, type PrimitiveSchemaDefinition, type RequestedSchema, type RequestedSchemaBuilder } from './schema.js'
 
 export const MAX_FORMS = 256
@@ -69,12 +69,7 @@ function forAjv (property: PrimitiveSchemaDefinition): object {
 export function answerSchema (schema: RequestedSchema): object {
   const properties: JsonObject = {}
   for (const [name, property] of Object.entries(schema.properties)) {
-    Object.defineProperty(properties, name, {
-      value: forAjv(property),
-      enumerable: true,
-      writable: true,
-      configurable: true
-    })
+    setOwn(properties, name, forAjv(property))
   }
   return schema.required === undefined ? { type: 'object', properties } : { type: 'object', properties, required: schema.required }
 }
@@ -135,7 +130,7 @@ export class FormAnswers {
     for (const name of form.fields) {
       if (!Object.hasOwn(given, name)) continue
       // Assigning __proto__ would set the prototype, not an own property.
-      if (name === '__proto__') Object.defineProperty(content, name, { value: given[name], enumerable: true, writable: true, configurable: true })
+      if (name === '__proto__') setOwn(content, name, given[name])
       else content[name] = given[name]
     }
     if (form.answers === undefined) {

@@ -3,10 +3,10 @@
  * intermediaries can route without reading the body; the server refuses any difference from the body (400, -32020).
  */
 import type { IncomingHttpHeaders } from 'node:http'
-import { describe, isPlainObject } from '../check.js'
+import { describe } from '../check.js'
 import { InvalidDefinitionError, headerMismatch } from '../errors.js'
 import { decodeHeaderValue, header } from '../protocol/envelope.js'
-import type { JsonObject } from '../protocol/wire.js'
+import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 
 const ANNOTATION = 'x-mcp-header'
 // RFC 9110 field-name: 1*tchar.

@@ -2,7 +2,7 @@ import { knownFields, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
 import { InvalidDefinitionError, invalidParams } from '../errors.js'
 import { firstError, type SchemaCompiler, type Validator } from '../json-schema.js'
-import { isPlainObject, type ContentBlock, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
+import { isPlainObject, setOwn, type ContentBlock, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import type { Handlers } from './run.js'
@@ -99,7 +99,7 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
       if (!isPlainObject(arg) || typeof arg.name !== 'string' || arg.name === '') throw new InvalidDefinitionError(`${at} needs a non-empty name`)
       knownFields(arg as unknown as Record<string, unknown>, ARGUMENT_FIELDS, at, InvalidDefinitionError)
       if (Object.hasOwn(properties, arg.name)) throw new InvalidDefinitionError(`${at} repeats the argument "${arg.name}"`)
-      Object.defineProperty(properties, arg.name, { value: { type: 'string' }, enumerable: true, writable: true, configurable: true })
+      setOwn(properties, arg.name, { type: 'string' })
       if (arg.required === true) required.push(arg.name)
       const completer = toCompleter(arg.complete, `${at}.complete`)
       if (completer !== undefined) completers.set(arg.name, completer)

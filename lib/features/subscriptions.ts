@@ -1,4 +1,5 @@
 import type { NotificationStream } from '../call.js'
+import { noop } from '../check.js'
 import type { McpContext } from '../context.js'
 import { kCallState } from '../symbols.js'
 import { invalidRequest } from '../errors.js'
@@ -76,7 +77,7 @@ export class Subscriptions {
     for (const listener of listeners) {
       this.#taskView(id, listener.ctx.principal).then((view) => {
         if (view !== undefined && this.#listeners.has(listener)) listener.notifyTask?.(view)
-      }, () => {})
+      }, noop)
     }
   }
 
@@ -95,7 +96,7 @@ export class Subscriptions {
       else {
         visible(listener.ctx).then((ok) => {
           if (ok && this.#listeners.has(listener)) listener.notify(event)
-        }, () => {})
+        }, noop)
       }
     }
   }

@@ -1,10 +1,11 @@
-import { fail, isPlainObject, plainObject } from '../check.js'
+import { fail, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
 import { InvalidArgumentError, InvalidDefinitionError, invalidParams } from '../errors.js'
 import { describeErrors, type SchemaCompiler, type Validator } from '../json-schema.js'
 import { showsViews } from '../protocol/extensions.js'
 import {
-  PROTOCOL_VERSION, type CallToolResult, type ContentBlock, type InputRequiredResult, type JsonObject, type JsonValue,
+  PROTOCOL_VERSION, isPlainObject, type CallToolResult, type ContentBlock, type InputRequiredResult, type JsonObject,
+  type JsonValue,
 } from '../protocol/wire.js'
 import type { Outcome } from '../replay/engine.js'
 import { kCallState } from '../symbols.js'

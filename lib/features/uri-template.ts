@@ -3,6 +3,7 @@
  * expression would backtrack polynomially on a near miss whose literals are unreserved characters (`{a}.{b}.{c}`).
  */
 import { InvalidDefinitionError } from '../errors.js'
+import { setOwn } from '../protocol/wire.js'
 
 const EXPRESSION = /\{([^}]*)\}/g
 const VARNAME = /^[A-Za-z0-9_]+$/
@@ -98,12 +99,7 @@ export class UriTemplate {
       } catch {
         return undefined
       }
-      Object.defineProperty(values, this.variables[k - 1], {
-        value,
-        enumerable: true,
-        writable: true,
-        configurable: true
-      })
+      setOwn(values, this.variables[k - 1], value)
       p = end + literals[k].length
     }
     return values

@@ -4,11 +4,11 @@
  * normal result, so a host without the extension shows its text.
  */
 import { readFileSync } from 'node:fs'
-import { describe, fail, isPlainObject, knownFields, nonEmptyString, plainObject } from '../check.js'
+import { describe, fail, knownFields, nonEmptyString, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
 import { InvalidDefinitionError } from '../errors.js'
 import { VIEW_MIME_TYPE, isViewUri } from '../protocol/extensions.js'
-import type { JsonObject } from '../protocol/wire.js'
+import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import type { ResourceDefinition, ResourceHandler, Resources } from './resources.js'
 
 /** Origins a view may reach, each for a CSP directive the host builds. Left out: none (the host's strict default). */

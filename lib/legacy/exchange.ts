@@ -4,8 +4,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
-import type { InputRequest, JsonObject } from '../protocol/wire.js'
-import { isPlainObject } from '../protocol/wire.js'
+import { isPlainObject, setOwn, type InputRequest, type JsonObject } from '../protocol/wire.js'
 
 /** How long a node that forwarded an answer waits for the waiting node to take it, in ms. */
 export const ACK_TIMEOUT_MS = 5_000
@@ -187,12 +186,7 @@ export class Exchange {
     if (response.error !== undefined) {
       waiting.errors.push({ key: request.key, method: request.method, error: response.error })
     } else {
-      Object.defineProperty(waiting.responses, request.key, {
-        value: response.result,
-        enumerable: true,
-        writable: true,
-        configurable: true
-      })
+      setOwn(waiting.responses, request.key, response.result)
     }
     if (waiting.pending.size === 0) waiting.done({ kind: 'answered', responses: waiting.responses, errors: waiting.errors })
     return 'accepted'

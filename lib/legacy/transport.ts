@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { CallState, eitherAborts, type NotificationStream, type Principal } from '../call.js'
+import { MAX_TIMER_MS, noop } from '../check.js'
 import { McpContext } from '../context.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
 import { LIST_CHANGED, type Subscriptions } from '../features/subscriptions.js'
@@ -20,8 +21,6 @@ import { UNWATCHED } from '../transport/observers.js'
 import { ReplyChannel, type ChannelLimits, type Lifecycle } from '../transport/channel.js'
 import type { LegacyEra, Prepared, Respond } from '../transport/era.js'
 import { principalOf } from '../transport/principal.js'
-
-const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** The answer to a session id that is not a live session of this caller: the client must start a new one. */
 function sessionNotFound (): McpError {
@@ -75,8 +74,6 @@ class BatchStream implements NotificationStream {
 
 /** The log level a 2025-era client gets notifications from, unless its session set one. */
 const DEFAULT_LEGACY_LOG_LEVEL = 'info'
-
-function noop (): void {}
 
 export interface LegacyParts {
   dispatcher: Dispatcher<McpContext>

@@ -4,8 +4,8 @@
  * slots, so it carries no member names (bench/README.md#compact-plaintext).
  */
 import type { LedgerEntry } from '../call.js'
-import { isPlainObject } from '../check.js'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js'
+import { isPlainObject } from '../protocol/wire.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 
 export interface RequestStatePayload {

@@ -4,6 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CallState, type Delivery } from '../call.js'
+import { noop } from '../check.js'
 import { McpContext } from '../context.js'
 import { headerMismatch, invalidRequest, unsupportedVersion, type McpError } from '../errors.js'
 import type { Dispatcher } from '../protocol/dispatch.js'
@@ -28,8 +29,6 @@ export interface ModernParts {
   principal: ((request: FastifyRequest) => unknown) | undefined
   elicitation: ElicitationPolicy
 }
-
-function noop (): void {}
 
 export class ModernTransport implements Era {
   readonly dispatcher: Dispatcher<McpContext>

@@ -1,4 +1,4 @@
-import { nonEmptyString, optionalFunction, positiveInteger } from '../check.js'
+import { noop, nonEmptyString, optionalFunction, positiveInteger } from '../check.js'
 import type { NotificationBus } from '../bus/bus.js'
 import { parseEvent, type BusEvent } from '../bus/events.js'
 import { redisConnection } from './connection.js'
@@ -33,8 +33,6 @@ export interface RedisBusOptions {
   /** Events that may wait for a down Redis; past it, publish rejects and `dropped` counts the event. Default 1000. */
   maxPending?: number
 }
-
-function ignore (): void {}
 
 /**
  * A {@link NotificationBus} over Redis pub/sub: an event reaches the listeners of every node on the same channel,
@@ -72,7 +70,7 @@ export class RedisBus implements NotificationBus {
   constructor (options: RedisBusOptions = {}) {
     const publisher = redisConnection<RedisConnection>(options, 'RedisBus')
     this.#channel = options.channel === undefined ? 'mocapi:changes' : nonEmptyString(options.channel, 'RedisBus channel')
-    this.#onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisBus onError') ?? ignore
+    this.#onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisBus onError') ?? noop
     this.#maxPending = positiveInteger(options.maxPending, 'RedisBus maxPending', 1000)
     this.#publisher = publisher
     this.#subscriber = this.#publisher.duplicate()

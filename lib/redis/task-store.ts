@@ -1,5 +1,5 @@
 import { redisConnection } from './connection.js'
-import { nonEmptyString, optionalFunction, positiveInteger } from '../check.js'
+import { noop, nonEmptyString, optionalFunction, positiveInteger } from '../check.js'
 import { jsonObject } from '../protocol/wire.js'
 import type { StoredTask, TaskQuota, TaskStatus, TaskStore, TaskWrite } from '../tasks/store.js'
 
@@ -106,8 +106,6 @@ function parseTask (json: string): StoredTask | undefined {
   return value as unknown as StoredTask
 }
 
-function ignore (): void {}
-
 /** How long a call waits for the store's first connection. */
 const CONNECT_WAIT_MS = 2000
 
@@ -134,7 +132,7 @@ export class RedisTaskStore implements TaskStore {
   constructor (options: RedisTaskStoreOptions = {}) {
     const connection = redisConnection<RedisTaskConnection>(options, 'RedisTaskStore')
     this.#prefix = options.prefix === undefined ? 'mocapi:task:' : nonEmptyString(options.prefix, 'RedisTaskStore prefix')
-    const onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisTaskStore onError') ?? ignore
+    const onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisTaskStore onError') ?? noop
     this.#maxTasks = positiveInteger(options.maxTasks, 'RedisTaskStore maxTasks', 100_000)
     this.#maxBytes = positiveInteger(options.maxBytes, 'RedisTaskStore maxBytes', 1024 ** 3)
     this.#connection = connection
@@ -171,7 +169,7 @@ export class RedisTaskStore implements TaskStore {
     this.#closed = true
     if (this.#connecting === undefined) return
     // A connection still trying to reach the server is dropped; a live one ends its replies first.
-    if (this.#connection.isReady) await this.#connection.close().catch(ignore)
+    if (this.#connection.isReady) await this.#connection.close().catch(noop)
     else this.#connection.destroy()
   }
 

@@ -1,6 +1,7 @@
 import type { AskTarget, Delivery, LedgerEntry } from '../call.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import { defaultKey, type Question } from '../elicitation/questions.js'
+import { noop } from '../check.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
 import { setOwn, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { differingPart, fingerprint } from './fingerprint.js'
@@ -9,26 +10,24 @@ export type PassOutcome<T> =
   | { kind: 'complete', value: T }
   | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[] }
 
-/** Unwinds the handler from an unanswered ask (`finally` runs); catching it cannot change the round, so rethrow it. */
-export class InputRequired extends Error {
-  constructor () {
-    // No stack: it is control flow, made on every round that asks.
-    const limit = Error.stackTraceLimit
-    Error.stackTraceLimit = 0
-    super('mocapi: this round needs input from the client; the handler runs again when the client answers')
-    Error.stackTraceLimit = limit
-    this.name = 'InputRequired'
-  }
-}
+const INPUT_REQUIRED = 'mocapi: this round needs input from the client; the handler runs again when the client answers'
 
-function ignore (): void {}
+/**
+ * What an unanswered ask rejects with: it unwinds the handler (`finally` runs), and catching it cannot change the
+ * round, so rethrow it. Made without Error's constructor, which captures a stack (bench/README.md#stackless-unwind).
+ */
+function inputRequired (): Error {
+  const error = Object.create(Error.prototype) as Error
+  error.name = 'InputRequired'
+  error.message = INPUT_REQUIRED
+  error.stack = `InputRequired: ${INPUT_REQUIRED}`
+  return error
+}
 
 /** A rejected promise that reports no unhandled rejection: a handler may drop an ask it never awaits. */
 function rejected (error: unknown): Promise<never> {
-  let rejectNow!: (reason: unknown) => void
-  const promise = new Promise<never>((_resolve, reject) => { rejectNow = reject })
-  promise.then(undefined, ignore)
-  rejectNow(error)
+  const promise = Promise.reject(error)
+  promise.catch(noop)
   return promise
 }
 
@@ -164,7 +163,7 @@ export class ReplayPass implements AskTarget {
     if (this.#pending === undefined) {
       // A plain object: a store into one made by Object.create(null) cost a microsecond (bench/README.md#questions).
       this.#pending = {}
-      this.#yielded = rejected(new InputRequired())
+      this.#yielded = rejected(inputRequired())
       setImmediate(() => this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
     }
     // Assignment would take `__proto__` for the prototype.

@@ -1,5 +1,6 @@
 /** A pass this node runs of a task: its stream, its lease, and its writes one after the other. */
 import type { NotificationStream } from '../call.js'
+import { noop } from '../check.js'
 import type { Task, TaskState } from './record.js'
 import type { TaskRepository, WriteOptions } from './repository.js'
 import type { TaskStatus } from './store.js'
@@ -63,7 +64,7 @@ export class Running {
   hold (lease: number): void {
     this.#renewal = setInterval(() => {
       // A renewal changes nothing a client sees: no one is told of it.
-      this.write('working', this.current.state, { leaseUntil: Date.now() + lease, announce: false }).catch(() => {})
+      this.write('working', this.current.state, { leaseUntil: Date.now() + lease, announce: false }).catch(noop)
     }, Math.max(1, Math.floor(lease / 3)))
     this.#renewal.unref()
   }
@@ -80,7 +81,7 @@ export class Running {
       this.current = written
       return true
     })
-    this.#queue = next.catch(() => {})
+    this.#queue = next.catch(noop)
     return next
   }
 
@@ -105,7 +106,7 @@ export class Running {
       this.#reporting = false
       const state = { ...this.current.state, message: this.#message }
       const { status, leaseUntil } = this.current.stored
-      this.write(status, state, { leaseUntil, quota: true }).catch(() => {})
+      this.write(status, state, { leaseUntil, quota: true }).catch(noop)
     })
   }
 }

@@ -5,6 +5,7 @@
  * the next pass. Tasks sit over tools: a pass is the tool's own run.
  */
 import type { FastifyBaseLogger } from 'fastify'
+import { noop } from '../check.js'
 import type { McpContext } from '../context.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import { questionFor } from '../elicitation/questions.js'
@@ -91,7 +92,7 @@ export class Tasks {
     const detaching = new Promise<'detach'>((resolve) => { detach = () => { resolve('detach') } })
     let released!: { resolve: () => void, reject: (error: unknown) => void }
     const release = new Promise<void>((resolve, reject) => { released = { resolve, reject } })
-    release.catch(() => {})
+    release.catch(noop)
     // A detach asked in the same turn as questions comes too late: the questions make this a round of the call.
     call.detacher = () => {
       if (call.target?.asking !== true) detach()
@@ -115,7 +116,7 @@ export class Tasks {
       created = await this.#create(ctx, task, 'working', { ledger: [...call.target!.ledger], round: call.round })
     } catch (error) {
       released.reject(error)
-      const stream = new TaskStream(() => {})
+      const stream = new TaskStream(noop)
       call.detachTo(stream, call.delivery)
       stream.abort('the task could not be created')
       throw error

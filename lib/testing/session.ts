@@ -1,3 +1,4 @@
+import { noop } from '../check.js'
 import type { ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
 import { describe, viewOf, type AnswerFunction, type InputRequestView, type InputResponse } from './answers.js'
 import type { CallOptions, CompleteResult, LegacyProtocolVersion, Notification, Outcome, Round, TestClientOptions } from './types.js'
@@ -15,8 +16,6 @@ function refusal (read: ReadReply, what: string, rounds: Round[]): McpClientErro
   return new McpClientError(`the server refused ${what}: HTTP ${read.status}${said === '' ? '' : `: ${said}`}`,
     { code: typeof error?.code === 'number' ? error.code : undefined, data: error?.data, status: read.status, rounds })
 }
-
-function noop (): void {}
 
 interface OpenRound {
   number: number

@@ -1,6 +1,7 @@
 /** Call observers (the log line, tracing): each sees a call begin, once its context is made, and end. */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { McpContext } from '../context.js'
+import { noop } from '../check.js'
 
 /** How a call ended: its result, an `isError` tool result, or a JSON-RPC error with its code. */
 export interface CallEnd {
@@ -35,7 +36,7 @@ export function targetOf (ctx: McpContext): string | undefined {
 }
 
 /** Returned for a call an observer has nothing to do for: the route skips its scope and allocates no watch. */
-export const UNWATCHED: CallWatch = Object.freeze({ ended: () => {} })
+export const UNWATCHED: CallWatch = Object.freeze({ ended: noop })
 
 /** One info line per call; the level is read when a call begins, so a change applies from the next call. */
 export const callLog: CallObserver = {

@@ -4,8 +4,9 @@
  */
 import type * as Otel from '@opentelemetry/api'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
-import { isPlainObject } from '../check.js'
 import type { McpContext } from '../context.js'
+import { ErrorCode } from '../errors.js'
+import { isPlainObject } from '../protocol/wire.js'
 import { kCallState } from '../symbols.js'
 import { MOCAPI_VERSION } from '../version.js'
 import { UNWATCHED, type CallEnd, type CallObserver } from './observers.js'
@@ -21,7 +22,10 @@ const importApi: ApiLoader = () => import('@opentelemetry/api')
 export const DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
 
 /** Error codes that say the client asked for something the server could not serve: not errors of the server. */
-const CLIENT_MISTAKES = new Set([-32700, -32600, -32601, -32602, -32002])
+const CLIENT_MISTAKES = new Set<number>([
+  ErrorCode.ParseError, ErrorCode.InvalidRequest, ErrorCode.MethodNotFound, ErrorCode.InvalidParams,
+  ErrorCode.ResourceNotFound,
+])
 
 /** Longest tool or prompt name, request id and resource URI recorded, in characters. */
 const NAME_LENGTH = 256
@@ -47,7 +51,8 @@ function bounded (value: string, length: number): string {
   return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
 }
 
-function targetOf (ctx: McpContext): string | undefined {
+/** The tool or prompt a call names, for the `gen_ai.*` attributes. */
+function toolOrPromptName (ctx: McpContext): string | undefined {
   if (ctx.method !== 'tools/call' && ctx.method !== 'prompts/get') return undefined
   const name = ctx.params.name
   return typeof name === 'string' ? bounded(name, NAME_LENGTH) : undefined
@@ -90,10 +95,10 @@ function metricAttributes (
   errorType: string | undefined
 ): Otel.Attributes {
   const attributes: Otel.Attributes = {
-    'mcp.method.name': end.code === -32601 ? '_OTHER' : method,
+    'mcp.method.name': end.code === ErrorCode.MethodNotFound ? '_OTHER' : method,
     'mcp.protocol.version': ctx.protocolVersion,
   }
-  setTarget(attributes, method, end.code === -32602 ? undefined : target)
+  setTarget(attributes, method, end.code === ErrorCode.InvalidParams ? undefined : target)
   if (end.code !== undefined) attributes['rpc.response.status_code'] = String(end.code)
   if (errorType !== undefined) attributes['error.type'] = errorType
   return attributes
@@ -158,7 +163,7 @@ export function callTracer (api: Api): CallObserver {
       if (idle()) return UNWATCHED
       const started = performance.now()
       const method = bounded(ctx.method, NAME_LENGTH)
-      const target = targetOf(ctx)
+      const target = toolOrPromptName(ctx)
       const ambient = ambientOf(api, request)
       const parent = parentOf(api, ambient, ctx.params._meta)
       const span = tracer.startSpan(target === undefined ? method : `${method} ${target}`, {
