@@ -17,7 +17,7 @@ export interface NotificationStream {
 }
 
 /** `unbound`: authenticated, but no principal could be derived, so interactive rounds and tasks are refused. */
-export type PrincipalState = 'anonymous' | 'bound' | 'unbound'
+type PrincipalState = 'anonymous' | 'bound' | 'unbound'
 
 export interface Principal {
   value: string | null

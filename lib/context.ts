@@ -41,7 +41,7 @@ export interface Unavailable {
 }
 
 /** `R`, or `Unavailable` besides when the options say `unavailable: 'return'`. */
-export type OrUnavailable<R, O> = O extends { unavailable: 'return' } ? R | Unavailable : R
+type OrUnavailable<R, O> = O extends { unavailable: 'return' } ? R | Unavailable : R
 
 /**
  * The per-request MCP context: `request.mcp`, and the `ctx` every handler receives. mocapi makes it for each

@@ -179,7 +179,7 @@ export interface MocapiOptions {
   }
 }
 
-export interface ResolvedOptions {
+interface ResolvedOptions {
   path: string
   serverInfo: { name: string, version: string, title?: string }
   instructions: string | undefined

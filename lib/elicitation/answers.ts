@@ -66,7 +66,7 @@ function forAjv (property: PrimitiveSchemaDefinition): object {
   return property
 }
 
-export function answerSchema (schema: RequestedSchema): object {
+function answerSchema (schema: RequestedSchema): object {
   const properties: JsonObject = {}
   for (const [name, property] of Object.entries(schema.properties)) {
     setOwn(properties, name, forAjv(property))

@@ -6,7 +6,7 @@ import type { ClientState, Implementation } from '../protocol/wire.js'
 const LOGGED_CLIENTS = 1_024
 const MAX_NAME = 100
 
-export type ElicitationDisable = boolean | ((client: Implementation | undefined) => boolean)
+type ElicitationDisable = boolean | ((client: Implementation | undefined) => boolean)
 
 export class ElicitationPolicy {
   readonly #disable: ElicitationDisable

@@ -4,7 +4,7 @@ import { isPlainObject, type ClientCapabilities, type InputRequest, type JsonObj
 import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type Checked, type Form, type FormAnswers } from './answers.js'
 import { schemaJson, type RequestedSchemaBuilder } from './schema.js'
 
-export type KeyPrefix = 'elicit' | 'sample' | 'roots'
+type KeyPrefix = 'elicit' | 'sample' | 'roots'
 
 // Constants, not made per ask: V8 looks a fresh string up in its string table wherever it is used as a property name.
 const DEFAULT_KEYS: Readonly<Record<KeyPrefix, readonly string[]>> = {

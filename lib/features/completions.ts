@@ -13,7 +13,7 @@ export type Completer = (value: string, context: CompletionContext) => readonly 
 /** A completer, or the fixed list of values it completes from (filtered by prefix). */
 export type CompletionSource = Completer | readonly string[]
 
-export const MAX_COMPLETIONS = 100
+const MAX_COMPLETIONS = 100
 
 /** Turns a completion source into a completer; a list completes by case-insensitive prefix. */
 export function toCompleter (source: CompletionSource | undefined, where: string): Completer | undefined {

@@ -82,7 +82,7 @@ interface Template extends Readable, Entry<ResourceTemplateDefinition> {
 const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeType', 'size', 'annotations', 'icons', '_meta', 'cache', 'canAccess', 'scopes'])
 const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache', 'canAccess', 'scopes'])
 
-export interface ResourceSettings {
+interface ResourceSettings {
   /** For a read whose resource sets none. */
   cache: Required<CacheHint>
   /** In characters. */

@@ -9,7 +9,7 @@ import type { McpContext } from '../context.js'
 import { ErrorCode, InvalidDefinitionError, McpError } from '../errors.js'
 
 /** The scopes a request's verified token grants; undefined when it carries none. */
-export type ScopesOf = (request: FastifyRequest) => readonly string[] | undefined
+type ScopesOf = (request: FastifyRequest) => readonly string[] | undefined
 
 // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ).
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/
@@ -30,7 +30,7 @@ export function scopeList (value: unknown, where: string): readonly string[] | u
 }
 
 /** The default: the token's `scope` (space-separated, RFC 8693) or `scp` (an array, or space-separated). */
-export function tokenScopes (request: FastifyRequest): readonly string[] | undefined {
+function tokenScopes (request: FastifyRequest): readonly string[] | undefined {
   const user = (request as { user?: unknown }).user
   if (typeof user !== 'object' || user === null) return undefined
   const { scope, scp } = user as { scope?: unknown, scp?: unknown }

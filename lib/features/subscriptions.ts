@@ -28,7 +28,7 @@ export interface StreamLimits {
 export interface Filter { lists: Set<ListKind>, uris: Set<string>, tasks?: Set<string> }
 
 /** Whether a caller may see a URI, exactly when a read would serve it: a boolean unless some item checks access. */
-export type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
+type ResourceVisibility = (uri: string) => boolean | ((ctx: McpContext) => Promise<boolean>)
 
 export interface Listener {
   readonly ctx: McpContext
@@ -44,7 +44,7 @@ export interface Listener {
 }
 
 /** The current state of a task as `principal` may see it; undefined for a task that is not theirs. */
-export type TaskView = (id: string, principal: string | null) => Promise<JsonObject | undefined>
+type TaskView = (id: string, principal: string | null) => Promise<JsonObject | undefined>
 
 /**
  * This process's listen streams and 2025-era GET streams, indexed by list kind and URI so a change scans no filter;

@@ -136,7 +136,7 @@ type SchemaOf<Definition, Key extends 'inputSchema' | 'outputSchema'> = Key exte
   ? Exclude<Definition[Key], undefined>
   : never
 
-export interface Tool extends Entry<ToolDefinition> {
+interface Tool extends Entry<ToolDefinition> {
   handler: ToolHandler
   /** How logs and errors name it, made once: `tool <name>`. */
   label: string
@@ -176,13 +176,13 @@ function isContent (value: unknown): value is ContentBlock[] {
 }
 
 /** A `tools/call` up to its handler: the tool the caller may call, with its checked arguments. */
-export interface ToolCall {
+interface ToolCall {
   readonly tool: Tool
   readonly args: JsonObject
 }
 
 /** How a tool's run ends: its result, the round's questions, or parked (a task stored them). */
-export type ToolEnd = CallToolResult | Exclude<Outcome<unknown>, { complete: unknown }>
+type ToolEnd = CallToolResult | Exclude<Outcome<unknown>, { complete: unknown }>
 
 /** What a handler of a task-capable tool that does not declare `task.detach` gets from `ctx.detach()`. */
 function undeclaredDetach (name: string): () => Promise<void> {

@@ -122,7 +122,7 @@ function viewMeta (definition: ViewDefinition, where: string): JsonObject {
 }
 
 /** What `Resources` registers for a view: its listed definition and a handler that serves the HTML. */
-export interface ViewResource {
+interface ViewResource {
   definition: ResourceDefinition
   handler: ResourceHandler
   /** The HTML depends on the request. */
@@ -130,7 +130,7 @@ export interface ViewResource {
 }
 
 /** Checks a view's definition at registration and turns it into a resource. */
-export function viewResource (definition: ViewDefinition): ViewResource {
+function viewResource (definition: ViewDefinition): ViewResource {
   plainObject(definition, 'a view definition', InvalidDefinitionError)
   const { uri } = definition
   if (typeof uri !== 'string' || !isViewUri(uri) || uri.length <= 'ui://'.length || !URL.canParse(uri)) {

@@ -10,7 +10,7 @@ import { isPlainObject, setOwn, type InputRequest, type JsonObject } from '../pr
 export const ACK_TIMEOUT_MS = 5_000
 
 /** Who may answer: the session and the caller of the call. */
-export interface Asker {
+interface Asker {
   session: string
   principal: string | null
   /** When the session expires (epoch ms): its client can no longer answer after that. */
@@ -19,18 +19,18 @@ export interface Asker {
   caller?: string
 }
 
-export interface WaitingLimits {
+interface WaitingLimits {
   waitingCalls: number
   waitingCallsPerCaller: number
 }
 
-export interface ClientResponse {
+interface ClientResponse {
   id: string | number
   result: unknown
   error: unknown
 }
 
-export type RoundOutcome =
+type RoundOutcome =
   | { kind: 'answered', responses: JsonObject, errors: Array<{ key: string, method: string, error: unknown }> }
   | { kind: 'timeout' }
   | { kind: 'expired' }

@@ -9,7 +9,7 @@ import { kCallState } from '../symbols.js'
 import type { SessionHub } from './hub.js'
 
 /** What the 2025 revisions' methods need of the options. */
-export interface LegacySettings {
+interface LegacySettings {
   lists: ListSettings
   serverInfo: Implementation
   instructions: string | undefined

@@ -20,7 +20,7 @@ export const MAX_SESSION_ID_LENGTH = 4096
  * The most a session seals of the principal and of each clientInfo field, in bytes of JSON with escapes (six for a
  * control character): 256 characters of text fit in any script. `create` checks the whole too.
  */
-export const MAX_FIELD_BYTES = 1024
+const MAX_FIELD_BYTES = 1024
 
 export interface Session {
   /** A random id of the session itself, which answers and broadcasts name it by. */

@@ -75,7 +75,7 @@ class BatchStream implements NotificationStream {
 /** The log level a 2025-era client gets notifications from, unless its session set one. */
 const DEFAULT_LEGACY_LOG_LEVEL = 'info'
 
-export interface LegacyParts {
+interface LegacyParts {
   dispatcher: Dispatcher<McpContext>
   sessions: SessionCodec
   hub: SessionHub

@@ -7,7 +7,7 @@ import { Dispatcher } from '../protocol/dispatch.js'
 import { listen } from './listen.js'
 import type { Tasks } from '../tasks/tasks.js'
 
-export interface ModernFeatures extends SharedFeatures {
+interface ModernFeatures extends SharedFeatures {
   subscriptions: Subscriptions
   tasks: Tasks
 }

@@ -19,7 +19,7 @@ import type { Prepared, Era } from '../transport/era.js'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { principalOf } from '../transport/principal.js'
 
-export interface ModernParts {
+interface ModernParts {
   dispatcher: Dispatcher<McpContext>
   delivery: Delivery
   lifecycle: Lifecycle

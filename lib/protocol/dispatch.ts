@@ -4,13 +4,13 @@ import { isPlainObject, type JsonObject } from './wire.js'
 type FieldType = 'string' | 'object'
 
 /** What a method runs on: the request's method and params, and whatever else the caller's context carries. */
-export interface Dispatched {
+interface Dispatched {
   readonly method: string
   readonly params: JsonObject
 }
 
 /** How one MCP method is served. */
-export interface MethodSpec<C extends Dispatched> {
+interface MethodSpec<C extends Dispatched> {
   /** The params fields the method takes besides `_meta`; `?` marks the optional ones. */
   params: Record<string, `${FieldType}${'' | '?'}`>
   /** Whether the method may answer `input_required` (it then takes `inputResponses` and `requestState`). */

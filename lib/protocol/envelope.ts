@@ -113,7 +113,7 @@ export function decodeHeaderValue (raw: string): string | undefined {
   return PLAIN.test(value) ? value : undefined
 }
 
-export function checkMeta (params: JsonObject): RequestMeta {
+function checkMeta (params: JsonObject): RequestMeta {
   const meta = params._meta
   if (!isPlainObject(meta)) throw invalidParams('params._meta is required', 400)
   const version = meta[META_PROTOCOL_VERSION]

@@ -6,7 +6,7 @@ import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, mi
 import { setOwn, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { differingPart, fingerprint } from './fingerprint.js'
 
-export type PassOutcome<T> =
+type PassOutcome<T> =
   | { kind: 'complete', value: T }
   | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[] }
 
@@ -31,7 +31,7 @@ function rejected (error: unknown): Promise<never> {
   return promise
 }
 
-export interface RoundBudget {
+interface RoundBudget {
   /** Characters of the requests as sent (their text and schemas), so a round's reply stays bounded. */
   readonly size: number
   /** What the call's delivery carries, read at each ask: a call may become a task mid-pass. */

@@ -19,7 +19,7 @@ export interface WriteOptions {
   quota?: boolean
 }
 
-export interface RepositoryParts {
+interface RepositoryParts {
   store: TaskStore
   sealer: TaskSealer
   /** What a caller's tasks may hold at once: `limits.tasksPerCaller` and `limits.taskBytesPerCaller`. */
@@ -32,7 +32,7 @@ export interface RepositoryParts {
 /** How many times a write that lost a race is tried again on fresh data. */
 const WRITE_ATTEMPTS = 8
 
-export function notFound (): McpError {
+function notFound (): McpError {
   return invalidParams('Failed to retrieve task: Task not found')
 }
 

@@ -18,9 +18,9 @@ import type { TaskStatus } from './store.js'
 export type PassEnd = CallToolResult | InputRequiredResult | Extract<Outcome<unknown>, { parked: unknown }>
 
 /** Runs one pass of a task's tool with a context made for it. */
-export type PassRunner = (ctx: McpContext) => Promise<PassEnd>
+type PassRunner = (ctx: McpContext) => Promise<PassEnd>
 
-export interface RunnerParts {
+interface RunnerParts {
   repository: TaskRepository
   run: PassRunner
   /** How long a running pass holds its task, in ms. */

@@ -23,7 +23,7 @@ import type { TaskQuota, TaskStatus, TaskStore } from './store.js'
 import { detailed, summary } from './view.js'
 
 /** What the tasks of a registration need of it. */
-export interface TasksParts {
+interface TasksParts {
   tools: Tools
   store: TaskStore
   sealer: TaskSealer

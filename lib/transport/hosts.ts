@@ -2,7 +2,7 @@
 import type { FastifyRequest } from 'fastify'
 import { invalidRequest } from '../errors.js'
 
-export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
+const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
 
 /** The host name of a `Host` header, lower-cased, without its port. */
 export function hostnameOf (hostHeader: string | undefined): string {
@@ -20,7 +20,7 @@ export function isKnownHost (name: string, allowedHosts: ReadonlySet<string>): b
 // The address a connection arrived on: 127.0.0.0/8, ::1, or IPv4 loopback seen by a dual-stack socket.
 const LOOPBACK_ADDRESS = /^(?:127\.|::1$|::ffff:127\.)/
 
-export function isLoopbackAddress (address: string | undefined): boolean {
+function isLoopbackAddress (address: string | undefined): boolean {
   return LOOPBACK_ADDRESS.test(address ?? '')
 }
 

@@ -30,7 +30,7 @@ function infoEnabled (log: FastifyRequest['log']): boolean {
 }
 
 /** The target a call names, short enough for a log line. */
-export function targetOf (ctx: McpContext): string | undefined {
+function targetOf (ctx: McpContext): string | undefined {
   const target = ctx.params.name ?? ctx.params.uri
   return typeof target === 'string' ? target.slice(0, 200) : undefined
 }

@@ -52,7 +52,7 @@ function toMcpError (error: unknown): McpError {
   return internalError()
 }
 
-export interface Endpoint {
+interface Endpoint {
   path: string
   bodyLimit: number
   allowedOrigins: readonly string[] | undefined

@@ -14,7 +14,7 @@ import { UNWATCHED, type CallEnd, type CallObserver } from './observers.js'
 type Api = typeof Otel
 
 /** Imports `@opentelemetry/api`; rejects with `ERR_MODULE_NOT_FOUND` when the app has not installed it. */
-export type ApiLoader = () => Promise<Api>
+type ApiLoader = () => Promise<Api>
 
 const importApi: ApiLoader = () => import('@opentelemetry/api')
 
