@@ -98,8 +98,8 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     if (event.kind === 'session') hub.receive(event)
     else if (event.kind === 'task') {
       if (event.node !== exchange.node) tasks.changed(event.id).catch(noop)
-      subscriptions.deliverTask(event.id)
-    } else subscriptions.deliver(event)
+      subscriptions.notifyTask(event.id)
+    } else subscriptions.notify(event)
   }, { node: exchange.node, listener: (message) => exchange.received(message) }, () => subscriptions.catchUp())
   // Registrations made while the app boots are not news to anyone.
   let live = false

@@ -13,7 +13,7 @@ export const LIST_CHANGED: Readonly<Record<ListKind, string>> = {
   resources: 'notifications/resources/list_changed',
 }
 
-export interface StreamLimits {
+export interface StreamSettings {
   /** Streams open in this process. */
   streams: number
   /** Streams open for one caller: a principal, or a client address when anonymous. */
@@ -51,7 +51,7 @@ type TaskView = (id: string, principal: string | null) => Promise<JsonObject | u
  * a resource update reaches only callers that may read it.
  */
 export class Subscriptions {
-  readonly #limits: StreamLimits
+  readonly #limits: StreamSettings
   readonly #visibility: ResourceVisibility
   readonly #listeners = new Set<Listener>()
   readonly #perCaller = new Map<string, number>()
@@ -60,18 +60,18 @@ export class Subscriptions {
   readonly #byTask = new Map<string, Set<Listener>>()
   readonly #taskView: TaskView
 
-  constructor (limits: StreamLimits, visibility: ResourceVisibility, taskView: TaskView) {
+  constructor (limits: StreamSettings, visibility: ResourceVisibility, taskView: TaskView) {
     this.#limits = limits
     this.#visibility = visibility
     this.#taskView = taskView
   }
 
-  get limits (): StreamLimits {
+  get limits (): StreamSettings {
     return this.#limits
   }
 
   /** Tells the streams naming a task of its current state, each as its caller may see it. */
-  deliverTask (id: string): void {
+  notifyTask (id: string): void {
     const listeners = this.#byTask.get(id)
     if (listeners === undefined) return
     for (const listener of listeners) {
@@ -81,7 +81,7 @@ export class Subscriptions {
     }
   }
 
-  deliver (event: ChangeEvent): void {
+  notify (event: ChangeEvent): void {
     if (event.kind !== 'resource') {
       for (const listener of this.#byList[event.kind]) listener.notify(event)
       return
@@ -103,8 +103,8 @@ export class Subscriptions {
 
   /** After a bus outage, whose changes reached no stream: tells every stream of all its filter covers, to re-read. */
   catchUp (): void {
-    for (const kind of LIST_KINDS) this.deliver({ kind })
-    for (const uri of this.#byUri.keys()) this.deliver({ kind: 'resource', uri })
+    for (const kind of LIST_KINDS) this.notify({ kind })
+    for (const uri of this.#byUri.keys()) this.notify({ kind: 'resource', uri })
   }
 
   /** Refuses a stream past the limits (429, 503); the function returned closes it, once. */

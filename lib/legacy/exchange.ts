@@ -19,7 +19,7 @@ interface Asker {
   caller?: string
 }
 
-interface WaitingLimits {
+interface WaitingSettings {
   waitingCalls: number
   waitingCallsPerCaller: number
 }
@@ -36,10 +36,10 @@ type RoundOutcome =
   | { kind: 'expired' }
   | { kind: 'aborted', reason: unknown }
   /** Nothing was asked: as many calls wait as `limit` allows (`bound`). */
-  | { kind: 'full', limit: keyof WaitingLimits, bound: number }
+  | { kind: 'full', limit: keyof WaitingSettings, bound: number }
 
 /** What became of a client's answer: taken by its call, or not (no such call, or not the client's to answer). */
-export type Delivery = 'accepted' | 'refused'
+type Receipt = 'accepted' | 'refused'
 
 interface Waiting {
   asker: Asker
@@ -81,14 +81,14 @@ export class Exchange {
   readonly #log: FastifyBaseLogger
   readonly #timeout: number
   readonly #ackTimeout: number
-  readonly #limits: WaitingLimits
+  readonly #limits: WaitingSettings
   readonly #calls = new Map<string, Waiting>()
   readonly #perCaller = new Map<string, number>()
-  readonly #tickets = new Map<string, (delivery: Delivery) => void>()
+  readonly #tickets = new Map<string, (receipt: Receipt) => void>()
 
   /** `timeout`: a call's wait for its client's answers; `ackTimeout`: a forwarded answer's wait to be taken (ms). */
   constructor (link: Link, log: FastifyBaseLogger, timeout: number, ackTimeout = ACK_TIMEOUT_MS,
-    limits: WaitingLimits = { waitingCalls: Infinity, waitingCallsPerCaller: Infinity }) {
+    limits: WaitingSettings = { waitingCalls: Infinity, waitingCallsPerCaller: Infinity }) {
     this.#link = link
     this.#log = log
     this.#timeout = timeout
@@ -151,19 +151,19 @@ export class Exchange {
   }
 
   /** Takes an answer a client POSTed to this node: for a call here, or forwarded to the node that waits. */
-  async answer (response: ClientResponse, asker: Asker): Promise<Delivery> {
+  async answer (response: ClientResponse, asker: Asker): Promise<Receipt> {
     const parts = typeof response.id === 'string' ? response.id.split('.') : []
     if (parts.length !== 3) return 'refused'
     const [node, call, n] = parts
     if (node === this.node) return this.#take(call, n, asker, response)
     if (!this.#link.routed) return 'refused'
     const ticket = randomBytes(12).toString('base64url')
-    return new Promise<Delivery>((resolve) => {
+    return new Promise<Receipt>((resolve) => {
       const timer = setTimeout(() => settle('refused'), this.#ackTimeout)
-      const settle = (delivery: Delivery): void => {
+      const settle = (receipt: Receipt): void => {
         clearTimeout(timer)
         this.#tickets.delete(ticket)
-        resolve(delivery)
+        resolve(receipt)
       }
       this.#tickets.set(ticket, settle)
       const message: Forwarded = { t: 'answer', id: response.id as string, from: this.node, ticket, asker, result: response.result, error: response.error }
@@ -177,7 +177,7 @@ export class Exchange {
     })
   }
 
-  #take (call: string, n: string, asker: Asker, response: { result: unknown, error: unknown }): Delivery {
+  #take (call: string, n: string, asker: Asker, response: { result: unknown, error: unknown }): Receipt {
     const waiting = this.#calls.get(call)
     if (waiting === undefined || waiting.asker.session !== asker.session || waiting.asker.principal !== asker.principal) return 'refused'
     const request = waiting.pending.get(n)
@@ -196,8 +196,9 @@ export class Exchange {
   received (message: object): void {
     if (isForwarded(message)) {
       const [, call, n] = message.id.split('.')
-      const delivery = this.#take(call, n ?? '', message.asker, message)
-      this.#link.send(message.from, { t: 'ack', ticket: message.ticket, delivery })
+      const receipt = this.#take(call, n ?? '', message.asker, message)
+      // `delivery` is the ack's field on the bus, which nodes of other releases read.
+      this.#link.send(message.from, { t: 'ack', ticket: message.ticket, delivery: receipt })
         .catch((error: unknown) => this.#log.error({ err: error }, 'mocapi could not acknowledge a forwarded answer over the bus'))
       return
     }

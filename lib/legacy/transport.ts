@@ -18,7 +18,7 @@ import type { Dispatcher } from '../protocol/dispatch.js'
 import { batchRefused, checkClientInfo, checkLegacyMeta, checkLegacyVersion, header, idOf, readMessage, type Message } from '../protocol/envelope.js'
 import { LEGACY_VERSIONS, type ClientState, type JsonObject } from '../protocol/wire.js'
 import { UNWATCHED } from '../transport/observers.js'
-import { ReplyChannel, type ChannelLimits, type Lifecycle } from '../transport/channel.js'
+import { ReplyChannel, type ChannelSettings, type Lifecycle } from '../transport/channel.js'
 import type { LegacyEra, Prepared, Respond } from '../transport/era.js'
 import { principalOf } from '../transport/principal.js'
 
@@ -83,7 +83,7 @@ interface LegacyParts {
   delivery: StreamDelivery
   subscriptions: Subscriptions
   lifecycle: Lifecycle
-  limits: ChannelLimits
+  limits: ChannelSettings
   /** Messages a 2025-03-26 batch may hold (limits.batchSize). */
   batchSize: number
   principal: ((request: FastifyRequest) => unknown) | undefined
@@ -97,7 +97,7 @@ export class LegacyTransport implements LegacyEra {
   readonly #exchange: Exchange
   readonly #subscriptions: Subscriptions
   readonly #lifecycle: Lifecycle
-  readonly #limits: ChannelLimits
+  readonly #limits: ChannelSettings
   readonly #batchSize: number
   readonly #principal: ((request: FastifyRequest) => unknown) | undefined
   readonly #delivery: StreamDelivery
@@ -205,7 +205,7 @@ export class LegacyTransport implements LegacyEra {
         continue
       }
       if (message.kind === 'notification') this.#notified(message, session)
-      else if (message.kind === 'response') slots.push(this.#deliver(message, session, principal))
+      else if (message.kind === 'response') slots.push(this.#handOver(message, session, principal))
       else {
         channel ??= new ReplyChannel(reply, null, this.#lifecycle, this.#limits, request.log)
         slots.push(respond(this.#member(request, message, client, principal, channel)))
@@ -264,15 +264,15 @@ export class LegacyTransport implements LegacyEra {
 
   /** Answers a client's answer: 202 once the request it answers took it, else 400. */
   async #answer (reply: FastifyReply, message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<void> {
-    const refused = await this.#deliver(message, session, principal)
+    const refused = await this.#handOver(message, session, principal)
     if (refused === undefined) reply.code(202).send()
     else reply.code(400).send(refused)
   }
 
   /** Hands a client's answer to its waiting request, wherever that runs: undefined once taken, else the error. */
-  async #deliver (message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<object | undefined> {
-    const delivery = await this.#exchange.answer(message, { session: session?.id ?? '', principal: principal.value })
-    return delivery === 'accepted' ? undefined : NOT_AWAITED
+  async #handOver (message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<object | undefined> {
+    const receipt = await this.#exchange.answer(message, { session: session?.id ?? '', principal: principal.value })
+    return receipt === 'accepted' ? undefined : NOT_AWAITED
   }
 
   /** A session's GET stream of list changes and subscribed updates, until the client, session or server ends. */

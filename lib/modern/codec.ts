@@ -20,7 +20,7 @@ export interface RequestStatePayload {
 }
 
 /** `ttl` in ms; `now` in epoch ms; token lengths in characters. */
-interface RequestStateCodecOptions {
+interface RequestStateCodecParts {
   ring: KeyRing
   ttl: number
   now?: () => number
@@ -67,8 +67,7 @@ export class RequestStateCodec {
   readonly #ttl: number
   readonly #now: () => number
 
-  constructor (opts: RequestStateCodecOptions) {
-    const { ring, ttl, now = Date.now, maxTokenLength = DEFAULT_MAX_TOKEN_LENGTH } = opts
+  constructor ({ ring, ttl, now = Date.now, maxTokenLength = DEFAULT_MAX_TOKEN_LENGTH }: RequestStateCodecParts) {
     this.#sealer = new Sealer(ring, REQUEST_STATE_PURPOSE, maxTokenLength)
     this.#ttl = ttl
     this.#now = now

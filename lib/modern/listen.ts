@@ -2,7 +2,7 @@
 import type { ListKind } from '../bus/events.js'
 import type { McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
-import { LIST_CHANGED, type Filter, type StreamLimits, type Subscriptions } from '../features/subscriptions.js'
+import { LIST_CHANGED, type Filter, type StreamSettings, type Subscriptions } from '../features/subscriptions.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 import { kCallState } from '../symbols.js'
 import { isTaskId, requireTasks } from '../tasks/options.js'
@@ -10,7 +10,7 @@ import { isTaskId, requireTasks } from '../tasks/options.js'
 const LIST_FLAGS: Readonly<Record<string, ListKind>> = { toolsListChanged: 'tools', promptsListChanged: 'prompts', resourcesListChanged: 'resources' }
 
 /** The dispatcher already made sure `value` is an object. */
-function readFilter (ctx: McpContext, value: JsonObject, limits: StreamLimits): Required<Filter> {
+function readFilter (ctx: McpContext, value: JsonObject, limits: StreamSettings): Required<Filter> {
   const lists = new Set<ListKind>()
   const uris = new Set<string>()
   const tasks = new Set<string>()

@@ -14,7 +14,7 @@ import {
   type Implementation, type JsonObject,
 } from '../protocol/wire.js'
 import { UNWATCHED } from '../transport/observers.js'
-import { ReplyChannel, type ChannelLimits, type Lifecycle } from '../transport/channel.js'
+import { ReplyChannel, type ChannelSettings, type Lifecycle } from '../transport/channel.js'
 import type { Prepared, Era } from '../transport/era.js'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { principalOf } from '../transport/principal.js'
@@ -23,7 +23,7 @@ interface ModernParts {
   dispatcher: Dispatcher<McpContext>
   delivery: Delivery
   lifecycle: Lifecycle
-  limits: ChannelLimits
+  limits: ChannelSettings
   serverInfo: Implementation
   supportedVersions: readonly string[]
   principal: ((request: FastifyRequest) => unknown) | undefined

@@ -116,7 +116,7 @@ function abortOnClose (socket: Socket, channel: ReplyChannel): () => void {
   return () => { set.delete(channel) }
 }
 
-export interface ChannelLimits {
+export interface ChannelSettings {
   /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. */
   maxBufferedBytes: number
 }
@@ -128,7 +128,7 @@ export interface ChannelLimits {
 export class ReplyChannel implements NotificationStream {
   readonly #reply: FastifyReply
   readonly #lifecycle: Lifecycle
-  readonly #limits: ChannelLimits
+  readonly #limits: ChannelSettings
   readonly #log: FastifyBaseLogger
   /** The id of the request, or null for a batch's reply. */
   readonly #id: RequestId | null
@@ -143,7 +143,7 @@ export class ReplyChannel implements NotificationStream {
     reply: FastifyReply,
     id: RequestId | null,
     lifecycle: Lifecycle,
-    limits: ChannelLimits,
+    limits: ChannelSettings,
     log: FastifyBaseLogger
   ) {
     this.#reply = reply

@@ -52,7 +52,7 @@ function toMcpError (error: unknown): McpError {
   return internalError()
 }
 
-interface Endpoint {
+interface RouteParts {
   path: string
   bodyLimit: number
   allowedOrigins: readonly string[] | undefined
@@ -86,8 +86,8 @@ function isLegacy (message: Message, headers: FastifyRequest['headers'], support
   return message.kind === 'request' && message.method === 'initialize'
 }
 
-export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): Promise<void> {
-  const { modern, legacy, lifecycle, protectedResource, observer } = endpoint
+export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): Promise<void> {
+  const { modern, legacy, lifecycle, protectedResource, observer } = parts
   // The call of a request rides on the request under a decorated symbol (bench/README.md#call-symbol).
   const calls = {
     get: (request: FastifyRequest): Prepared | undefined => (request as unknown as Holder)[kPrepared] ?? undefined,
@@ -96,16 +96,16 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
 
   /** The era that serves a message; a 2025-era one when the app serves 2026-07-28 only is refused. */
   function eraOf (request: FastifyRequest, message: Message): Era {
-    if (!isLegacy(message, request.headers, endpoint.supportedVersions)) return modern
+    if (!isLegacy(message, request.headers, parts.supportedVersions)) return modern
     if (legacy !== undefined) return legacy
     const asked = message.kind === 'request' && message.method === 'initialize' ? message.params.protocolVersion : undefined
-    throw unsupportedVersion(header(request.headers, 'mcp-protocol-version') ?? asked ?? '2025-03-26', endpoint.supportedVersions)
+    throw unsupportedVersion(header(request.headers, 'mcp-protocol-version') ?? asked ?? '2025-03-26', parts.supportedVersions)
   }
 
   // The hooks are synchronous: each async hook costs the request extra promise ticks.
   function onRequest (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
     try {
-      checkOrigin(request, endpoint.allowedOrigins, endpoint.allowedHosts)
+      checkOrigin(request, parts.allowedOrigins, parts.allowedHosts)
     } catch (error) {
       return done(error as Error)
     }
@@ -229,9 +229,9 @@ export async function mcpRoutes (fastify: FastifyInstance, endpoint: Endpoint): 
   fastify.decorateRequest(kPrepared, null)
   fastify.setErrorHandler((error, request, reply) => fail(error, request, reply))
   fastify.removeContentTypeParser('text/plain')
-  fastify.route({ method: 'POST', url: endpoint.path, bodyLimit: endpoint.bodyLimit, onRequest, preHandler, handler })
-  fastify.route({ method: 'GET', url: endpoint.path, onRequest, handler: get })
-  fastify.route({ method: 'DELETE', url: endpoint.path, onRequest, handler: async (_request, reply) => notAllowed(reply) })
+  fastify.route({ method: 'POST', url: parts.path, bodyLimit: parts.bodyLimit, onRequest, preHandler, handler })
+  fastify.route({ method: 'GET', url: parts.path, onRequest, handler: get })
+  fastify.route({ method: 'DELETE', url: parts.path, onRequest, handler: async (_request, reply) => notAllowed(reply) })
 }
 
 interface Holder { [kPrepared]: Prepared | null }
