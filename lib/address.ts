@@ -1,6 +1,5 @@
 import { isIPv6 } from 'node:net'
 
-/** The eight hextets of a valid IPv6 address, its `::` and any dotted IPv4 tail expanded. */
 function hextets (address: string): number[] {
   let text = address
   const dot = text.indexOf('.')
@@ -17,10 +16,7 @@ function hextets (address: string): number[] {
   return [...front, ...zeros, ...back].map((word) => parseInt(word, 16))
 }
 
-/**
- * Whom an anonymous client counts as: its IPv4 address, or its IPv6 /64 (one host holds a whole /64, so counting each
- * address of it would bound nothing).
- */
+/** An IPv4 address, or an IPv6 /64: one host holds a whole /64, so counting each address would bound nothing. */
 export function callerAddress (ip: string): string {
   const address = ip.split('%')[0]
   if (!isIPv6(address)) return ip
@@ -32,10 +28,7 @@ export function callerAddress (ip: string): string {
   return `${words.slice(0, 4).map((word) => word.toString(16)).join(':')}::/64`
 }
 
-/**
- * Whom a caller counts as for the per-caller limits: its principal, or when anonymous its address (not its session,
- * which is free to make, so would bound nothing).
- */
+/** For the per-caller limits: the principal, else the address (not the session, which is free to make). */
 export function callerOf (principal: string | null, ip: string): string {
   return principal === null ? `address:${callerAddress(ip)}` : `principal:${principal}`
 }

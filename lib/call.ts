@@ -1,7 +1,4 @@
-/**
- * The call record: what mocapi keeps of one request beyond the context's public fields, and the two ports a pass of
- * its handler talks to (the delivery its questions go through, the pass that answers its asks).
- */
+// The call record, and the two ports a handler's pass talks to: its delivery, and the pass that answers its asks.
 import type { FastifyRequest } from 'fastify'
 import type { Question } from './elicitation/questions.js'
 import type { ClientCapabilities, ClientState, InputRequest, InputRequiredResult, JsonObject, RequestId } from './protocol/wire.js'
@@ -31,56 +28,40 @@ export interface LedgerEntry {
   r?: unknown
 }
 
-/** The pass a handler runs in. */
 export interface AskTarget {
   ask (question: Question, key: string | undefined, capabilities: ClientCapabilities, unavailable?: string):
   Promise<unknown>
-  /** Aborted when the pass is over. */
   readonly signal: AbortSignal
-  /** Whether the pass has asked questions it waits to send. */
   readonly asking: boolean
-  /** Its input requests so far, with their answers. */
   readonly ledger: readonly LedgerEntry[]
 }
 
-/** Where a call's replay starts: the ledger so far, the answers it brings, the rounds already run. */
 export interface ReplayStart {
   ledger: LedgerEntry[]
   responses: JsonObject | undefined
   round: number
 }
 
-/** What a pass that yielded asked, and the ledger it leaves. */
 export interface Asked {
   inputRequests: Record<string, InputRequest>
   ledger: LedgerEntry[]
 }
 
-/**
- * How a round ended for the delivery: a reply for the client now (a requestState), the answers to run the next pass
- * with (the 2025 stream), or parked (a task stored the questions; nothing to reply, the next pass runs elsewhere).
- */
+/** `replay`: the 2025 stream's answers, for the next pass; `parked`: a task stored the questions, nothing to reply. */
 export type Delivered =
   | { kind: 'reply', result: InputRequiredResult }
   | { kind: 'replay', responses: JsonObject }
   | { kind: 'parked' }
 
-/**
- * How questions reach the client and answers come back: a sealed requestState (2026-07-28), the call's stream (2025),
- * a task's record. A call that becomes a task mid-pass gets the task's delivery ({@link CallState.detachTo}).
- */
+/** A sealed requestState (2026-07-28), the call's stream (2025) or a task's record; see {@link CallState.detachTo}. */
 export interface Delivery {
   /** Throws when what the request carries is refused. */
   start (call: CallState): ReplayStart
   deliver (call: CallState, label: string, asked: Asked, round: number): Delivered | Promise<Delivered>
-  /**
-   * What one round's new ledger slots may take when the ledger travels (in a token, a task's record), and why a round
-   * past it is refused, in the delivery's own words. A ledger that stays in memory has none.
-   */
+  /** Bytes a round's new ledger slots may take where the ledger travels, and the refusal in the delivery's words. */
   readonly budget?: { readonly bytes: number, tooLarge (requests: number): string }
 }
 
-/** Aborts `controller` when `signal` aborts; returns the function that stops it. */
 export function follow (controller: AbortController, signal: AbortSignal): () => void {
   const abort = (): void => { controller.abort(signal.reason) }
   if (signal.aborted) abort()
@@ -108,7 +89,6 @@ export class CallState {
   delivery: Delivery
   /** What `ctx.detach()` calls: set on a task-capable call from a client with the tasks extension. */
   detacher: (() => Promise<void>) | undefined
-  /** Undefined outside an interactive handler. */
   target: AskTarget | undefined
   /** 1 for a first call, 0 for a method that takes no rounds. */
   round = 0
@@ -148,7 +128,6 @@ export class CallState {
     this.passLogs = 0
   }
 
-  /** The context's signal in a pass: aborted by its stream, by the pass ending, and by what the call detached to. */
   passSignal (target: AskTarget): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController()
@@ -158,7 +137,6 @@ export class CallState {
     return this.#controller.signal
   }
 
-  /** The call goes on as a task: its notifications go to `stream`, its questions through `delivery`. */
   detachTo (stream: NotificationStream, delivery: Delivery): void {
     this.stream = stream
     this.delivery = delivery

@@ -1,7 +1,4 @@
-/**
- * Checkers for options and definitions: each throws an `FST_MOCAPI_*` registration error naming the bad value,
- * {@link InvalidOptionError} unless told otherwise.
- */
+// Checkers for options and definitions: each throws an `FST_MOCAPI_*` error naming the bad value.
 import { InvalidOptionError, type RegistrationErrorConstructor } from './errors.js'
 import { isPlainObject } from './protocol/wire.js'
 
@@ -13,7 +10,6 @@ export interface CacheHint {
   cacheScope?: 'public' | 'private'
 }
 
-/** A short description of a value for an error message: strings quoted, objects by kind. */
 export function describe (value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value)
   if (value === null || typeof value !== 'object') return typeof value === 'function' ? 'a function' : String(value)
@@ -140,7 +136,6 @@ export function oneOf<const V extends string> (
   return value as V
 }
 
-/** A caching hint: each field optional, taken from `fallback` when left out. */
 export function cacheHint (
   value: unknown,
   name: string,

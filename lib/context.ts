@@ -136,14 +136,13 @@ export class McpContext {
   /**
    * Asks the user for input described by a `requestedSchema()` and returns the answer.
    *
-   * **Idempotency contract.** mocapi keeps no state between rounds: when the answer is not
-   * known yet, the request ends with an `input_required` result, and when the client retries,
-   * the handler runs again *from the top*, taking earlier answers from the ledger carried in
-   * `requestState`. Code before the last `elicit()` therefore runs once per round: a handler
-   * that charges a card and then asks for confirmation charges the card on every retry. Put
-   * side effects after the last `elicit()`, or behind your own idempotency keys. A handler must
-   * make the same `elicit()` calls in the same order on every replay, with the same message:
-   * text that embeds live data (a price fetched each round) breaks the replay.
+   * **Idempotency contract.** mocapi keeps no state between rounds: when the answer is not known yet, the request ends
+   * with an `input_required` result, and when the client retries, the handler runs again *from the top*, taking earlier
+   * answers from the ledger carried in `requestState`. Code before the last `elicit()` therefore runs once per round: a
+   * handler that charges a card and then asks for confirmation charges the card on every retry. Put side effects after
+   * the last `elicit()`, or behind your own idempotency keys. A handler must make the same `elicit()` calls in the same
+   * order on every replay, with the same message: text that embeds live data (a price fetched each round) breaks the
+   * replay.
    *
    * Decline and cancel are values, not errors.
    */

@@ -1,9 +1,4 @@
-/**
- * Registration errors: a bad option or definition fails `register()` or `app.mcp.tool()` with a TypeError coded
- * `FST_MOCAPI_*` (Fastify's convention), its message naming the bad value. Protocol errors: an `McpError` carries its
- * JSON-RPC code and its reply's HTTP status; the requestState family (docs/decisions/0001-elicitation-by-replay.md)
- * extends it.
- */
+// Registration errors are TypeErrors coded `FST_MOCAPI_*` (Fastify's convention); protocol errors are McpErrors.
 import createError from '@fastify/error'
 
 /** A plugin option is invalid. */
@@ -161,13 +156,11 @@ export class ElicitationLedgerMismatchError extends McpError {
   }
 }
 
-/** Refuses an authenticated caller with no principal to bind what it starts to: a round's requestState, a task. */
 export function unboundPrincipal (what = 'its requestState'): McpError {
   return invalidRequest(`This request is authenticated, but mocapi found no principal to bind ${what} to ` +
     '(request.user has no string or numeric sub): the server must set the principal option', 403)
 }
 
-/** Text for any thrown value, whatever it is: `null`, a string, an object without a prototype. */
 export function messageOf (error: unknown): string {
   if (error instanceof Error) return error.message
   if (typeof error === 'string') return error

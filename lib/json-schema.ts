@@ -3,7 +3,6 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import addFormats from 'ajv-formats'
 import { InvalidSchemaError } from './errors.js'
 
-/** A compiled validator; `errors` holds the failures of its last call. */
 export interface Validator {
   (data: unknown): boolean
   errors?: ErrorObject[] | null
@@ -11,10 +10,8 @@ export interface Validator {
 
 interface Live {
   readonly schema: object
-  /** Calls `compiled`, which a new Ajv instance may replace. */
   readonly validate: Validator
   compiled: ValidateFunction
-  /** One schema object may serve several definitions. */
   holders: number
 }
 
@@ -25,7 +22,6 @@ function pathOf (pointer: string): string[] {
   return pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
 }
 
-/** One line naming the first failure of a validation that failed: `arguments.to must be string`. */
 export function describeErrors (root: string, errors: ErrorObject[] | null | undefined): string {
   // Ajv fills `errors` whenever validation fails, each with a message.
   const error = (errors as ErrorObject[])[0]
@@ -62,10 +58,7 @@ function newInstance (): Ajv2020 {
   return ajv
 }
 
-/**
- * Ajv keeps every schema it compiled, removeSchema or not, so validators are wrappers and the live schemas move to a
- * fresh instance after {@link RECYCLE_AFTER} releases, or as many as are live (bench/README.md#ajv-recycling).
- */
+/** Ajv keeps every schema it compiled, so live ones move to a fresh instance (bench/README.md#ajv-recycling). */
 export class SchemaCompiler {
   #ajv: Ajv2020 | undefined
   readonly #live = new Map<object, Live>()
@@ -100,7 +93,6 @@ export class SchemaCompiler {
     return validate
   }
 
-  /** Drops one holder; once none is left, its validator can be collected. */
   release (schema: object): void {
     const live = this.#live.get(schema)
     if (live === undefined || --live.holders > 0) return

@@ -50,10 +50,9 @@ export interface MocapiOptions {
     tokenVersion?: 1 | 2
   }
   /**
-   * The caller's identity, bound into every requestState. Default: `request.user` when a string,
-   * else `request.user.sub` (a string, or a number made a string). An authenticated request
-   * (`request.user` set) without either may not take interactive rounds. A function that returns
-   * `null` or `undefined` makes the caller anonymous.
+   * The caller's identity, bound into every requestState. Default: `request.user` when a string, else
+   * `request.user.sub` (a string, or a number made a string). An authenticated request (`request.user` set) without
+   * either may not take interactive rounds. A function that returns `null` or `undefined` makes the caller anonymous.
    */
   principal?: (request: FastifyRequest) => string | null | undefined
   /**
@@ -100,8 +99,7 @@ export interface MocapiOptions {
     /** Messages one POSTed batch may hold (2025-03-26 sessions, the one revision with batches). Default 32. */
     batchSize?: number
     /**
-     * 2025-era calls waiting in this process for their client's answer (elicitation, sampling,
-     * roots). Default 10 000.
+     * 2025-era calls waiting in this process for their client's answer (elicitation, sampling, roots). Default 10 000.
      */
     waitingCalls?: number
     /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 256 */

@@ -1,5 +1,3 @@
-/** The package's symbols, in one table. */
-
 /** @internal The key of a context's call record (`CallState`), for mocapi's own modules. */
 export const kCallState: unique symbol = Symbol('mocapi.callState')
 

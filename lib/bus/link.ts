@@ -4,13 +4,9 @@ import type { BusEvent, NotificationBus } from './bus.js'
 
 /** After `late` ms the server starts without the bus and the operator is told, then again every `nag` ms. */
 const BUS_TIMING = { late: 2_000, nag: 30_000 }
-/** At most one line per this long about changes the bus failed to carry. */
 const BUS_FAILURE_LOG_MS = 10_000
 
-/**
- * The plugin's side of a bus. It subscribes in the background, so a down bus never keeps the server from starting
- * (what needs no bus is served meanwhile); whenever it delivers again, the streams are caught up (`resumed`).
- */
+/** Subscribes in the background, so a down bus never keeps the server from starting. */
 export class BusLink {
   readonly #bus: NotificationBus
   readonly #log: FastifyBaseLogger
@@ -52,12 +48,10 @@ export class BusLink {
     })
   }
 
-  /** Whether the bus carries messages from node to node (2025-era answers across a fleet). */
   get routed (): boolean {
     return typeof this.#bus.send === 'function' && typeof this.#bus.receive === 'function'
   }
 
-  /** Sends a message to one node; resolves whether a node received it. */
   send (node: string, message: object): Promise<boolean> {
     return (this.#bus.send as NonNullable<NotificationBus['send']>)(node, message)
   }
@@ -123,7 +117,6 @@ export class BusLink {
       'the list-changed and resource-updated notifications their filters cover')
   }
 
-  /** Announces a change; a failure is counted and logged, never thrown. */
   publish (event: BusEvent): void {
     Promise.resolve()
       .then(() => this.#bus.publish(event))

@@ -6,7 +6,6 @@ import { isBuilder, schemaJson, type PrimitiveSchemaDefinition, type RequestedSc
 
 export const MAX_FORMS = 256
 
-/** The value the handler gets, or why the answer was refused. */
 export type Checked = { ok: true, value: unknown } | { ok: false, message: string }
 
 /** An elicitation result once checked: content only comes with `accept`. */
@@ -24,7 +23,6 @@ function actionOf (value: unknown): 'accept' | 'decline' | 'cancel' | undefined 
 const NOT_AN_OBJECT = { ok: false, message: 'result must be an object' } as const
 const BAD_ACTION = { ok: false, message: 'result.action must be one of accept, decline, cancel' } as const
 
-/** A URL-mode answer carries only its action. */
 export function checkUrlAnswer (value: unknown): Checked {
   if (!isPlainObject(value)) return NOT_AN_OBJECT
   const action = actionOf(value)
@@ -47,7 +45,6 @@ function isBlock (value: unknown): boolean {
   return isPlainObject(value) && typeof value.type === 'string'
 }
 
-/** The handler gets the roots array, not the result object. */
 export function checkRootsAnswer (value: unknown): Checked {
   const roots = isPlainObject(value) ? value.roots : undefined
   if (!Array.isArray(roots) || !roots.every((root) => isPlainObject(root) && typeof root.uri === 'string' && (root.name === undefined || typeof root.name === 'string'))) {
@@ -74,7 +71,6 @@ function answerSchema (schema: RequestedSchema): object {
   return schema.required === undefined ? { type: 'object', properties } : { type: 'object', properties, required: schema.required }
 }
 
-/** The path messages name: `content.cabin`, `content.seats[1]`. */
 function where (path: string[]): string {
   return 'content' + path.map((key, depth) => {
     if (depth > 0) return `[${key}]`
@@ -86,7 +82,6 @@ function where (path: string[]): string {
 export interface Form {
   readonly shape: string
   readonly schema: RequestedSchema
-  /** What an answer may carry. */
   readonly fields: readonly string[]
   answers: { schema: object, validate: Validator } | undefined
   used: number

@@ -1,4 +1,3 @@
-/** The operator's `elicitation.disable`: clients treated as lacking the elicitation capability. */
 import type { FastifyBaseLogger } from 'fastify'
 import type { ClientState, Implementation } from '../protocol/wire.js'
 
@@ -18,7 +17,6 @@ export class ElicitationPolicy {
     this.#log = log
   }
 
-  /** The client as handlers see it: without the elicitation capability when the policy turns it off. */
   apply (client: ClientState): ClientState {
     if (this.#disable === false || client.capabilities.elicitation === undefined) return client
     if (this.#disable !== true && !this.#matches(this.#disable, client.info)) return client
@@ -36,7 +34,6 @@ export class ElicitationPolicy {
     }
   }
 
-  /** Says once per client that its elicitation is off. */
   #note (info: Implementation | undefined): void {
     const name = info === undefined ? '(no clientInfo)' : `${shown(info.name)} ${shown(info.version)}`
     if (this.#logged.has(name)) return

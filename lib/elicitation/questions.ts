@@ -6,14 +6,13 @@ import { schemaJson, type RequestedSchemaBuilder } from './schema.js'
 
 type KeyPrefix = 'elicit' | 'sample' | 'roots'
 
-// Constants, not made per ask: V8 looks a fresh string up in its string table wherever it is used as a property name.
+// Constants, not made per ask (bench/README.md#questions).
 const DEFAULT_KEYS: Readonly<Record<KeyPrefix, readonly string[]>> = {
   elicit: Array.from({ length: 64 }, (_, i) => `elicit-${i + 1}`),
   sample: Array.from({ length: 64 }, (_, i) => `sample-${i + 1}`),
   roots: Array.from({ length: 64 }, (_, i) => `roots-${i + 1}`),
 }
 
-/** `ordinal` counts from 0; keys from 1: `elicit-1`. */
 export function defaultKey (prefix: KeyPrefix, ordinal: number): string {
   return DEFAULT_KEYS[prefix][ordinal] ?? `${prefix}-${ordinal + 1}`
 }
@@ -25,11 +24,9 @@ export interface Question {
   readonly prefix: KeyPrefix
   /** The digest of the schema, URL or sampling params; `forms` caches a registration's schemas. */
   shapeOf (forms: FormAnswers): string
-  /** Empty for sampling and roots. */
   readonly text: string
   /** About its characters as sent, which the round's budget bounds. */
   readonly size: number
-  /** The capabilities the client lacks, or undefined. */
   missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined
   build (forms: FormAnswers): InputRequest
   check (value: unknown, forms: FormAnswers): Checked
@@ -163,7 +160,6 @@ export const ROOTS_QUESTION: Question = Object.freeze({
   check: (value: unknown) => checkRootsAnswer(value),
 })
 
-/** The question a sent input request asked, rebuilt from it: what its answer is checked against. */
 export function questionFor (request: InputRequest): Question {
   const params = request.params as JsonObject
   if (request.method === 'sampling/createMessage') return new SamplingQuestion(params)

@@ -3,8 +3,6 @@ import { digest } from '../seal/digest.js'
 import { deepFreeze } from '../protocol/wire.js'
 import type { Choice, Choices, FieldOptions, PrimitiveSchemaDefinition, RequestedSchema, RequestedSchemaBuilder, TitledChoice } from './schema-types.js'
 
-/** The `requestedSchema()` builder: it produces only the flat MCP 2026-07-28 shapes, and infers the answer's type. */
-
 export type {
   StringFormat,
   StringSchema,

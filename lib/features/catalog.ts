@@ -17,7 +17,6 @@ export type AccessCheck = (ctx: McpContext) => boolean | Promise<boolean>
 export interface Entry<L> {
   listed: L
   canAccess: AccessCheck | undefined
-  /** The scopes a caller's token must grant (`scopes` of the definition). */
   scopes?: readonly string[]
 }
 
@@ -58,12 +57,10 @@ export class Catalog<L, E extends Entry<L>> {
     if (typeof handler !== 'function') throw new InvalidDefinitionError(`${where} needs a handler function`)
   }
 
-  /** Skips access checks: {@link find} is for a caller. */
   entry (key: string): E | undefined {
     return this.#entries.get(key)
   }
 
-  /** Adds the scopes its items declare to `into`. */
   scopesInto (into: Set<string>): void {
     for (const entry of this.#entries.values()) for (const scope of entry.scopes ?? []) into.add(scope)
   }
@@ -72,14 +69,12 @@ export class Catalog<L, E extends Entry<L>> {
     return this.#entries.values()
   }
 
-  /** Checks nothing: a kind's own `add` checks the definition first. */
   put (key: string, entry: E): void {
     this.#entries.set(key, entry)
     if (entry.canAccess !== undefined) this.#guarded.add(entry)
     this.#listed = undefined
   }
 
-  /** Returns the item, so its kind can release what it holds. */
   remove (key: string): E | undefined {
     const entry = this.#entries.get(key)
     if (entry === undefined) return undefined
@@ -89,7 +84,6 @@ export class Catalog<L, E extends Entry<L>> {
     return entry
   }
 
-  /** Skips access checks. */
   list (): L[] {
     this.#listed ??= [...this.#entries.values()].map((entry) => entry.listed)
     return this.#listed
@@ -104,10 +98,7 @@ export class Catalog<L, E extends Entry<L>> {
     return shown
   }
 
-  /**
-   * Synchronous without a check, so the common call pays no promise tick. A missing key waits for {@link absent};
-   * `evenly: false` skips that where no caller can time it (whether a listen stream hears of a change).
-   */
+  /** Synchronous without a check (no promise tick); `evenly: false` skips {@link absent} where no one can time it. */
   find (key: string, ctx: McpContext, evenly = true): E | undefined | Promise<E | undefined> {
     const entry = this.#entries.get(key)
     if (entry === undefined) return evenly && this.#guarded.size > 0 ? this.absent(ctx) : undefined
@@ -126,7 +117,6 @@ export class Catalog<L, E extends Entry<L>> {
   }
 }
 
-/** A definition's listed form: without the fields that only mocapi reads. */
 export function listedForm<T extends object> (definition: T): T {
   const { canAccess, cache, complete, task, scopes, ...listed } =
     definition as T & { canAccess?: unknown, cache?: unknown, complete?: unknown, task?: unknown, scopes?: unknown }

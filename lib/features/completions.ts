@@ -15,7 +15,6 @@ export type CompletionSource = Completer | readonly string[]
 
 const MAX_COMPLETIONS = 100
 
-/** Turns a completion source into a completer; a list completes by case-insensitive prefix. */
 export function toCompleter (source: CompletionSource | undefined, where: string): Completer | undefined {
   if (source === undefined) return undefined
   if (typeof source === 'function') return source

@@ -2,7 +2,6 @@ import type { CacheHint } from '../check.js'
 import { TASKS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from '../protocol/extensions.js'
 import type { JsonObject } from '../protocol/wire.js'
 
-/** What `server/discover` says besides the capabilities. */
 export interface DiscoverSettings {
   supportedVersions: readonly string[]
   instructions: string | undefined
@@ -14,9 +13,7 @@ export interface Registered {
   readonly prompts: number
   readonly resources: number
   readonly templates: number
-  /** Task-capable tools. */
   readonly taskTools: number
-  /** Views (the MCP Apps extension). */
   readonly views: number
 }
 
@@ -27,7 +24,6 @@ const EXTENSIONS: ReadonlyArray<[string, boolean, (registered: Registered) => Js
   [UI_EXTENSION, true, (registered) => registered.views > 0 ? { mimeTypes: [VIEW_MIME_TYPE] } : undefined],
 ]
 
-/** What the server advertises to a client of `era`, derived from what is registered now. */
 export function capabilities (registered: Registered, era: 'modern' | 'legacy'): JsonObject {
   // ctx.log can send notifications/message whatever is registered.
   const caps: JsonObject = { logging: {} }

@@ -1,4 +1,3 @@
-/** The methods both eras serve the same way: tools, prompts, resources, completions. */
 import type { CacheHint } from '../check.js'
 import type { McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
@@ -13,7 +12,6 @@ import type { Handlers } from './run.js'
 import type { Tools } from './tools.js'
 import type { Views } from './views.js'
 
-/** What one registration serves to either era. */
 export interface SharedFeatures {
   tools: Tools
   prompts: Prompts
@@ -22,13 +20,11 @@ export interface SharedFeatures {
   handlers: Handlers
 }
 
-/** How lists are paged and what caches may keep of them. */
 export interface ListSettings {
   cache: Required<CacheHint>
   pageSize: number
 }
 
-/** What is registered, as getters, so the one object stays current as items come and go. */
 export function registered (features: SharedFeatures): Registered {
   const { tools, prompts, resources, views } = features
   return {
@@ -41,7 +37,6 @@ export function registered (features: SharedFeatures): Registered {
   }
 }
 
-/** `completion/complete`: the completer of a prompt argument or a template variable, run on the value typed so far. */
 async function completion (ctx: McpContext, features: SharedFeatures): Promise<JsonObject> {
   const ref = ctx.params.ref as JsonObject
   const argument = ctx.params.argument as JsonObject

@@ -1,11 +1,9 @@
 import { invalidParams } from '../errors.js'
 
-/** The cursor of the page that starts at `offset`: opaque to clients. */
 function cursorAt (offset: number): string {
   return Buffer.from(`o:${offset}`).toString('base64url')
 }
 
-/** One page of `items` from an opaque cursor; a cursor that is not one mocapi issued is -32602. */
 export function paginate<T> (
   items: readonly T[],
   cursor: unknown,

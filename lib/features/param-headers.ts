@@ -1,7 +1,4 @@
-/**
- * SEP-2243: clients mirror an `inputSchema` property annotated `x-mcp-header: "Region"` into `Mcp-Param-Region`, so
- * intermediaries can route without reading the body; the server refuses any difference from the body (400, -32020).
- */
+// SEP-2243 `x-mcp-header` parameters: any difference between a header and the body is refused (400, -32020).
 import type { IncomingHttpHeaders } from 'node:http'
 import { describe } from '../check.js'
 import { InvalidDefinitionError, headerMismatch } from '../errors.js'
@@ -36,9 +33,7 @@ interface Param {
 }
 
 interface Found {
-  /** For registration errors: `inputSchema.properties.region`. */
   at: string
-  /** Set only when reached from the root through `properties` alone. */
   chain: string[] | undefined
   schema: Record<string, unknown>
 }
@@ -92,7 +87,6 @@ function fits (value: unknown, type: ParamType): boolean {
   return type === 'string' ? typeof value === 'string' : typeof value === 'boolean'
 }
 
-/** Why `text` does not stand for `value`, or undefined when it does. */
 function difference (text: string, value: string | number | boolean, param: Param): string | undefined {
   if (param.type === 'integer') {
     const match = INTEGER.exec(text)
@@ -104,7 +98,6 @@ function difference (text: string, value: string | number | boolean, param: Para
   return text === String(value) ? undefined : `the ${param.label} header does not match ${param.argument}`
 }
 
-/** The `Mcp-Param-*` headers of one tool, compiled from its input schema at registration. */
 export class ParamHeaders {
   readonly #params: Param[]
 

@@ -56,7 +56,6 @@ export type PromptHandler<Args = Record<string, string>> =
 
 interface Prompt extends Entry<PromptDefinition> {
   handler: PromptHandler
-  /** How logs and errors name it, made once: `prompt <name>`. */
   label: string
   argumentsSchema: JsonObject
   validateArguments: Validator
@@ -70,7 +69,6 @@ function isMessages (value: unknown): value is PromptMessage[] {
   return Array.isArray(value) && value.every((m) => isPlainObject(m) && (m.role === 'user' || m.role === 'assistant') && isPlainObject(m.content))
 }
 
-/** The prompts of one server: registration, `prompts/list` and `prompts/get`. */
 export class Prompts extends Catalog<PromptDefinition, Prompt> {
   readonly #handlers: Handlers
   readonly #compiler: SchemaCompiler
@@ -127,7 +125,6 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     return true
   }
 
-  /** The completer of one argument, when the caller may see the prompt (-32602) and holds its scopes (a challenge). */
   async completer (name: string, argument: string, ctx: McpContext): Promise<Completer | undefined> {
     const prompt = await this.find(name, ctx)
     if (prompt === undefined) throw invalidParams(`Unknown prompt: ${name}`)
@@ -157,7 +154,6 @@ function promptResult (name: string, value: string | PromptMessage[] | GetPrompt
   throw new TypeError(`prompt ${name} returned neither a string, messages, nor a GetPromptResult`)
 }
 
-/** The message of a failed arguments check, in the prompt's own words. */
 function argumentsProblem (name: string, validate: Validator): string {
   const { keyword, path, params } = firstError(validate.errors)
   if (keyword === 'additionalProperties') return `Unknown argument "${params.additionalProperty as string}" for prompt ${name}`

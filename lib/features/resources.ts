@@ -83,9 +83,7 @@ const RESOURCE_FIELDS = new Set(['uri', 'name', 'title', 'description', 'mimeTyp
 const TEMPLATE_FIELDS = new Set(['uriTemplate', 'name', 'title', 'description', 'mimeType', 'annotations', 'icons', '_meta', 'complete', 'cache', 'canAccess', 'scopes'])
 
 interface ResourceSettings {
-  /** For a read whose resource sets none. */
   cache: Required<CacheHint>
-  /** In characters. */
   maxUriLength: number
 }
 
@@ -129,10 +127,7 @@ export class Resources {
     this.addServed(definition, handler, false)
   }
 
-  /**
-   * A resource checked but for its scheme (a view's is ui://). `varies`: what it serves depends on the request, so its
-   * reads are `private` unless its `cache` says otherwise.
-   */
+  /** Checked but for its scheme (a view's is ui://); `varies` makes its reads `private` unless its `cache` says. */
   addServed (definition: ResourceDefinition, handler: ResourceHandler, varies: boolean): void {
     const { uri, name } = definition
     if (typeof uri !== 'string' || !URL.canParse(uri) || uri.length > this.#settings.maxUriLength) {
@@ -186,7 +181,6 @@ export class Resources {
     })
   }
 
-  /** Adds the scopes its resources and templates declare to `into`. */
   scopesInto (into: Set<string>): void {
     this.#resources.scopesInto(into)
     this.#templates.scopesInto(into)
@@ -220,7 +214,6 @@ export class Resources {
     return this.#templates.visible(ctx)
   }
 
-  /** The completer of one variable, when the caller may see the template (-32602) and holds its scopes (challenge). */
   async completer (uriTemplate: string, variable: string, ctx: McpContext): Promise<Completer | undefined> {
     const template = await this.#templates.find(uriTemplate, ctx)
     if (template === undefined) throw invalidParams(`Unknown resource template: ${uriTemplate}`)
@@ -228,10 +221,7 @@ export class Resources {
     return template.completers.get(variable)
   }
 
-  /**
-   * The fixed resource, else the first matching template; hidden ones are passed over as absent ones. With `evenly`
-   * (a request's read), a kind that ran no check for `uri` runs one (`Catalog.absent`), as a hidden item would.
-   */
+  /** Hidden ones pass as absent; with `evenly`, a kind that ran no check for `uri` runs one, as a hidden item would. */
   async resolve (
     uri: string,
     ctx: McpContext,
@@ -253,10 +243,7 @@ export class Resources {
     return undefined
   }
 
-  /**
-   * Whether a caller may see `uri`, exactly when a read would serve it, scopes included: a boolean unless some item
-   * checks access or the one serving `uri` needs scopes.
-   */
+  /** Exactly when a read would serve `uri`: a boolean unless an item checks access or the one serving it has scopes. */
   visibility = (uri: string): boolean | ((ctx: McpContext) => Promise<boolean>) => {
     if (this.varies) {
       return async (ctx) => {
@@ -270,7 +257,6 @@ export class Resources {
     return scopes === undefined || (async (ctx) => this.#scopes.grants(scopes, ctx.request))
   }
 
-  /** The first template matching `uri`, without access checks. */
   #templateOf (uri: string): Template | undefined {
     for (const template of this.#templates.values()) if (template.template.match(uri) !== undefined) return template
     return undefined

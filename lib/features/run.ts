@@ -1,4 +1,3 @@
-/** One way to run a handler of a tool, prompt, resource or completer, and one way its failure is told. */
 import type { McpContext } from '../context.js'
 import { ErrorCode, McpError, messageOf } from '../errors.js'
 import type { Outcome, ReplayEngine } from '../replay/engine.js'
@@ -21,7 +20,6 @@ export class Handlers {
     this.#expose = expose
   }
 
-  /** Runs an interactive handler through the replay engine; a throw that is not an McpError becomes HandlerFailed. */
   async run<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<Outcome<T>> {
     try {
       return await this.#engine.run(ctx[kCallState], label, fn)
@@ -30,7 +28,6 @@ export class Handlers {
     }
   }
 
-  /** Runs a handler that asks nothing (a completer), its failures told as {@link run}'s. */
   async call<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<T> {
     try {
       return await fn()

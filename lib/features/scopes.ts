@@ -1,8 +1,4 @@
-/**
- * OAuth scopes per tool, prompt and resource. A caller whose verified token lacks one the item declares gets HTTP 403
- * with an `insufficient_scope` challenge naming every scope the operation needs, so a host can step the user up and
- * call again; an anonymous caller gets the 401 challenge with them. Nothing runs. An item without scopes costs nothing.
- */
+// The challenge names every scope the operation needs, so a host can step the user up and call again.
 import type { FastifyRequest } from 'fastify'
 import { describe, fail } from '../check.js'
 import type { McpContext } from '../context.js'
@@ -15,7 +11,6 @@ type ScopesOf = (request: FastifyRequest) => readonly string[] | undefined
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/
 const MAX_SCOPES = 64
 
-/** Checks a definition's `scopes` at registration. */
 export function scopeList (value: unknown, where: string): readonly string[] | undefined {
   if (value === undefined) return undefined
   if (!Array.isArray(value) || value.length > MAX_SCOPES) {
@@ -40,9 +35,7 @@ function tokenScopes (request: FastifyRequest): readonly string[] | undefined {
   return undefined
 }
 
-/** What a caller without a needed scope gets: the challenge, and the error that says which scope is missing. */
 export class ScopeChallenge extends McpError {
-  /** Every scope the operation needs, for the challenge's `scope`. */
   readonly needed: readonly string[]
 
   constructor (what: string, needed: readonly string[], missing: readonly string[] | undefined) {
@@ -55,7 +48,6 @@ export class ScopeChallenge extends McpError {
     this.needed = needed
   }
 
-  /** The `WWW-Authenticate` challenge, with `resource_metadata` when the server knows its metadata URL. */
   header (metadata: string | undefined): string {
     const parts = this.statusCode === 403 ? ['error="insufficient_scope"'] : []
     parts.push(`scope="${this.needed.join(' ')}"`)
@@ -64,7 +56,6 @@ export class ScopeChallenge extends McpError {
   }
 }
 
-/** Checks each request against what the item it names needs. */
 export class Scopes {
   readonly #of: ScopesOf
   /** Requests whose bad `scopes` answer was logged already: a listen stream asks again on every change. */
@@ -74,7 +65,6 @@ export class Scopes {
     this.#of = of ?? tokenScopes
   }
 
-  /** Throws the challenge when the caller lacks a scope of `needed`; an item without scopes returns at once. */
   check (needed: readonly string[] | undefined, ctx: McpContext, kind: string, name: string): void {
     if (needed === undefined) return
     const what = `${kind} ${name.length > 200 ? `${name.slice(0, 200)}…` : name}`
@@ -85,7 +75,6 @@ export class Scopes {
     if (missing.length > 0) throw new ScopeChallenge(what, needed, missing)
   }
 
-  /** Whether the caller holds every scope of `needed`, as {@link check} decides it, without throwing. */
   grants (needed: readonly string[] | undefined, request: FastifyRequest): boolean {
     if (needed === undefined) return true
     if ((request as { user?: unknown }).user == null) return false

@@ -14,13 +14,9 @@ export const LIST_CHANGED: Readonly<Record<ListKind, string>> = {
 }
 
 export interface StreamSettings {
-  /** Streams open in this process. */
   streams: number
-  /** Streams open for one caller: a principal, or a client address when anonymous. */
   streamsPerCaller: number
-  /** URIs in one stream's `resourceSubscriptions`. */
   subscriptionUris: number
-  /** Characters in one URI. */
   uriLength: number
 }
 
@@ -37,19 +33,13 @@ export interface Listener {
   /** The tasks it hears of (`notifications/tasks`); none on 2025-era streams. */
   readonly tasks?: ReadonlySet<string>
   notify (event: ChangeEvent): void
-  /** Writes a task's current state to the stream. */
   notifyTask? (task: JsonObject): void
-  /** Called once, by the client leaving or the server closing. */
   end (): void
 }
 
-/** The current state of a task as `principal` may see it; undefined for a task that is not theirs. */
 type TaskView = (id: string, principal: string | null) => Promise<JsonObject | undefined>
 
-/**
- * This process's listen streams and 2025-era GET streams, indexed by list kind and URI so a change scans no filter;
- * a resource update reaches only callers that may read it.
- */
+/** Indexed by list kind and URI, so a change scans no filter; an update reaches only callers that may read it. */
 export class Subscriptions {
   readonly #limits: StreamSettings
   readonly #visibility: ResourceVisibility
@@ -70,7 +60,6 @@ export class Subscriptions {
     return this.#limits
   }
 
-  /** Tells the streams naming a task of its current state, each as its caller may see it. */
   notifyTask (id: string): void {
     const listeners = this.#byTask.get(id)
     if (listeners === undefined) return
@@ -151,7 +140,6 @@ export class Subscriptions {
     if (set.size === 0) index.delete(uri)
   }
 
-  /** Whether an open stream has no room for one more URI (`limits.subscriptionUris`), and `uri` is not one it has. */
   refuses (listener: Listener, uri: string): boolean {
     return this.#listeners.has(listener) && !listener.uris.has(uri) &&
       listener.uris.size >= this.#limits.subscriptionUris

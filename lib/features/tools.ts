@@ -131,14 +131,12 @@ export type ToolStructuredContent<Definition> = unknown extends FromSchema<Schem
   ? never
   : FromSchema<SchemaOf<Definition, 'outputSchema'>>
 
-/** The schema a definition has under `key`; `never` when it has none. */
 type SchemaOf<Definition, Key extends 'inputSchema' | 'outputSchema'> = Key extends keyof Definition
   ? Exclude<Definition[Key], undefined>
   : never
 
 interface Tool extends Entry<ToolDefinition> {
   handler: ToolHandler
-  /** How logs and errors name it, made once: `tool <name>`. */
   label: string
   inputSchema: JsonObject
   outputSchema: JsonObject | undefined
@@ -146,7 +144,6 @@ interface Tool extends Entry<ToolDefinition> {
   validateOutput: Validator | undefined
   paramHeaders: ParamHeaders | undefined
   task: ToolTask | undefined
-  /** The view it links, if any. */
   view: string | undefined
 }
 
@@ -155,7 +152,6 @@ const TOOL_NAME = /^[^\s\p{Cc}]{1,128}$/u
 const NO_ARGUMENTS = { type: 'object', additionalProperties: false }
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const
 
-/** Checks a tool's annotations at registration: an object, its hints booleans, its title a string. */
 function checkAnnotations (annotations: unknown, where: string): void {
   if (annotations === undefined) return
   const object = plainObject(annotations, `${where} annotations`, InvalidDefinitionError)
@@ -175,13 +171,11 @@ function isContent (value: unknown): value is ContentBlock[] {
   return Array.isArray(value) && value.every((block) => isPlainObject(block) && typeof block.type === 'string')
 }
 
-/** A `tools/call` up to its handler: the tool the caller may call, with its checked arguments. */
 interface ToolCall {
   readonly tool: Tool
   readonly args: JsonObject
 }
 
-/** How a tool's run ends: its result, the round's questions, or parked (a task stored them). */
 type ToolEnd = CallToolResult | Exclude<Outcome<unknown>, { complete: unknown }>
 
 /** What a handler of a task-capable tool that does not declare `task.detach` gets from `ctx.detach()`. */
@@ -208,12 +202,10 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     this.#views = views
   }
 
-  /** The list varies by caller with an access check, and by the client's extensions with an app-only tool. */
   override get varies (): boolean {
     return super.varies || this.#appOnly.size > 0
   }
 
-  /** How many registered tools are task-capable. */
   get taskCapable (): number {
     return this.#taskCapable
   }
@@ -287,7 +279,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     return true
   }
 
-  /** What `tools/list` shows the caller: tools only views call are left out for a client that shows no views. */
   override async visible (ctx: McpContext): Promise<ToolDefinition[]> {
     const shown = await super.visible(ctx)
     if (this.#appOnly.size === 0 || showsViews(ctx.clientCapabilities)) return shown
@@ -302,7 +293,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     return await this.run(ctx, resolved) as CallToolResult | InputRequiredResult
   }
 
-  /** A `tools/call` up to its handler: the tool, its scopes and headers checked; an error result for bad arguments. */
   async resolve (ctx: McpContext): Promise<ToolCall | CallToolResult> {
     const name = ctx.params.name as string
     let tool = this.find(name, ctx)
@@ -317,7 +307,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     return { tool, args }
   }
 
-  /** Runs a call's handler: its result, the round's questions, or parked (a task stored them). */
   async run (ctx: McpContext, { tool, args }: ToolCall): Promise<ToolEnd> {
     const handler = tool.handler
     if (tool.task !== undefined && !tool.task.detach) ctx[kCallState].detacher ??= undeclaredDetach(tool.listed.name)
@@ -331,7 +320,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     return 'complete' in outcome ? this.#result(tool, outcome.complete) : outcome
   }
 
-  /** A later pass of a task: its tool, found again by name, run with the task's arguments. */
   async resume (ctx: McpContext): Promise<ToolEnd> {
     const name = ctx.params.name as string
     const tool = await this.find(name, ctx)

@@ -1,14 +1,11 @@
-/**
- * RFC 6570 level-1 URI templates (`users://{id}/profile`), matched in two sweeps linear in the URI: a regular
- * expression would backtrack polynomially on a near miss whose literals are unreserved characters (`{a}.{b}.{c}`).
- */
+// RFC 6570 level 1, matched in two sweeps linear in the URI: a regular expression would backtrack polynomially on a
+// near miss whose literals are unreserved characters (`{a}.{b}.{c}`).
 import { InvalidDefinitionError } from '../errors.js'
 import { setOwn } from '../protocol/wire.js'
 
 const EXPRESSION = /\{([^}]*)\}/g
 const VARNAME = /^[A-Za-z0-9_]+$/
 
-// Unreserved characters (RFC 3986): ALPHA / DIGIT / "-" / "." / "_" / "~".
 const UNRESERVED = new Uint8Array(128)
 for (let c = 0; c < 128; c++) {
   const ch = String.fromCharCode(c)
@@ -29,7 +26,6 @@ function unitEnd (uri: string, i: number): number {
 
 export class UriTemplate {
   readonly variables: readonly string[]
-  /** One more than there are variables. */
   readonly #literals: readonly string[]
   readonly #minLength: number
 
@@ -52,7 +48,6 @@ export class UriTemplate {
     this.#minLength = literals.reduce((sum, literal) => sum + literal.length, 0) + variables.length
   }
 
-  /** Percent-decoded values; undefined when the URI does not match or an escape is not UTF-8. */
   match (uri: string): Record<string, string> | undefined {
     const literals = this.#literals
     const count = this.variables.length

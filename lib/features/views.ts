@@ -1,8 +1,3 @@
-/**
- * Views: the MCP Apps extension (`io.modelcontextprotocol/ui`). A view is a `ui://` resource of HTML that a host
- * renders in a sandboxed iframe beside a tool's result; a tool links one with its `ui` option. The result stays a
- * normal result, so a host without the extension shows its text.
- */
 import { readFileSync } from 'node:fs'
 import { describe, fail, knownFields, nonEmptyString, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
@@ -86,7 +81,6 @@ function origins (value: unknown, name: string): string[] {
   return [...value as string[]]
 }
 
-/** `_meta.ui` of a view, from its definition, checked. */
 function viewMeta (definition: ViewDefinition, where: string): JsonObject {
   const ui: JsonObject = {}
   if (definition.csp !== undefined) {
@@ -121,15 +115,12 @@ function viewMeta (definition: ViewDefinition, where: string): JsonObject {
   return ui
 }
 
-/** What `Resources` registers for a view: its listed definition and a handler that serves the HTML. */
 interface ViewResource {
   definition: ResourceDefinition
   handler: ResourceHandler
-  /** The HTML depends on the request. */
   varies: boolean
 }
 
-/** Checks a view's definition at registration and turns it into a resource. */
 function viewResource (definition: ViewDefinition): ViewResource {
   plainObject(definition, 'a view definition', InvalidDefinitionError)
   const { uri } = definition
@@ -176,10 +167,7 @@ function viewResource (definition: ViewDefinition): ViewResource {
   return { definition: listed, handler: () => served, varies: false }
 }
 
-/**
- * The views a registration has, served as its resources, and which tools link each, so a linked view cannot be
- * removed from under a tool.
- */
+/** Knows which tools link each view, so a linked view cannot be removed from under a tool. */
 export class Views {
   readonly #resources: Resources
   readonly #links = new Map<string, Set<string>>()
@@ -192,14 +180,12 @@ export class Views {
     return this.#links.size
   }
 
-  /** `app.mcp.uiResource`: a ui:// resource of HTML, with the extension's `_meta.ui`. */
   add (definition: ViewDefinition): void {
     const view = viewResource(definition)
     this.#resources.addServed(view.definition, view.handler, view.varies)
     this.#links.set(view.definition.uri, new Set())
   }
 
-  /** Forgets a view, before its resource goes; fails, changing nothing, while a tool links it. */
   remove (uri: string): void {
     const tools = this.#links.get(uri)
     if (tools !== undefined && tools.size > 0) {
@@ -208,10 +194,7 @@ export class Views {
     this.#links.delete(uri)
   }
 
-  /**
-   * Checks a tool's `ui` at registration and returns its listed `_meta` (with `ui`, and the older flat
-   * `ui/resourceUri` that hosts from before the extension's release read) and whether only views may call it.
-   */
+  /** The listed `_meta` has `ui` and the flat `ui/resourceUri` that hosts from before the extension's release read. */
   toolUi (
     value: unknown,
     meta: JsonObject | undefined,

@@ -1,7 +1,4 @@
-/**
- * 2025-era server-to-client requests: sent on the call's stream, answered in POSTs that may reach any node, routed
- * over the bus to the waiting node. Ids are `<node>.<call>.<n>`; only the call's session and caller may answer.
- */
+// Ids are `<node>.<call>.<n>`, so an answer POSTed to any node reaches the node whose call waits for it.
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { isPlainObject, setOwn, type InputRequest, type JsonObject } from '../protocol/wire.js'
@@ -38,12 +35,11 @@ type RoundOutcome =
   /** Nothing was asked: as many calls wait as `limit` allows (`bound`). */
   | { kind: 'full', limit: keyof WaitingSettings, bound: number }
 
-/** What became of a client's answer: taken by its call, or not (no such call, or not the client's to answer). */
+/** Refused: no such call, or not the client's to answer. */
 type Receipt = 'accepted' | 'refused'
 
 interface Waiting {
   asker: Asker
-  /** The input key of each request still unanswered, by its number. */
   pending: Map<string, { key: string, method: string }>
   responses: JsonObject
   errors: Array<{ key: string, method: string, error: unknown }>
@@ -68,14 +64,11 @@ function isForwarded (message: unknown): message is Forwarded {
 }
 
 export interface Link {
-  /** Whether the bus carries messages from node to node. */
   readonly routed: boolean
   send (node: string, message: object): Promise<boolean>
 }
 
-/** One per node and registration: `node` names it on the bus, whose messages to it go to `received`. */
 export class Exchange {
-  /** This node's name in request ids and on the bus. */
   readonly node = randomBytes(9).toString('base64url')
   readonly #link: Link
   readonly #log: FastifyBaseLogger
@@ -96,10 +89,7 @@ export class Exchange {
     this.#limits = limits
   }
 
-  /**
-   * Sends a round's requests and waits for every answer, until `timeout` ms or `signal` (which shutdown aborts too).
-   * A wait holds its whole call, so past the waiting limits nothing is sent and the outcome is `full`.
-   */
+  /** A wait holds its whole call, so past the waiting limits nothing is sent and the outcome is `full`. */
   ask (
     asker: Asker,
     inputRequests: Record<string, InputRequest>,
@@ -150,7 +140,6 @@ export class Exchange {
     })
   }
 
-  /** Takes an answer a client POSTed to this node: for a call here, or forwarded to the node that waits. */
   async answer (response: ClientResponse, asker: Asker): Promise<Receipt> {
     const parts = typeof response.id === 'string' ? response.id.split('.') : []
     if (parts.length !== 3) return 'refused'
@@ -192,7 +181,6 @@ export class Exchange {
     return 'accepted'
   }
 
-  /** A message from the bus: an answer forwarded to this node, or what became of one this node forwarded. */
   received (message: object): void {
     if (isForwarded(message)) {
       const [, call, n] = message.id.split('.')

@@ -1,10 +1,8 @@
-/** What 2025-era sessions ask after `initialize` that their sealed ids cannot carry, as session events on the bus. */
 import { randomBytes } from 'node:crypto'
 import type { Listener, Subscriptions } from '../features/subscriptions.js'
 import type { LoggingLevel } from '../protocol/wire.js'
 import type { SessionEvent } from '../bus/events.js'
 
-/** What a 2025-era session asked of whichever node holds its streams: a log level, a subscription, a cancellation. */
 /** Sessions whose log level a node remembers; past it, the least recently used are forgotten. */
 export const MAX_REMEMBERED_LEVELS = 10_000
 
@@ -27,7 +25,6 @@ export class SessionHub {
     return this.#levels.get(session)
   }
 
-  /** `logging/setLevel`: remembered here at once, and on every node once the bus carries it. */
   setLevel (session: string, level: LoggingLevel): void {
     this.#remember(session, level)
     this.#publish({ kind: 'session', session, op: 'level', level })
@@ -46,7 +43,6 @@ export class SessionHub {
     return true
   }
 
-  /** `notifications/cancelled`: for the request, on whichever node runs it. */
   cancel (session: string, requestId: string | number): void {
     this.#publish({ kind: 'session', session, op: 'cancel', requestId })
   }
@@ -64,7 +60,6 @@ export class SessionHub {
     }
   }
 
-  /** A request of the session running on this node; the returned function forgets it. */
   addRequest (session: string, requestId: string | number, cancel: () => void): () => void {
     const key = `${session}\u0000${typeof requestId}:${requestId}`
     const running = this.#running

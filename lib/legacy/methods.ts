@@ -8,7 +8,6 @@ import { LOGGING_LEVELS, type Implementation, type JsonObject, type LoggingLevel
 import { kCallState } from '../symbols.js'
 import type { SessionHub } from './hub.js'
 
-/** What the 2025 revisions' methods need of the options. */
 interface LegacySettings {
   lists: ListSettings
   serverInfo: Implementation
@@ -17,10 +16,7 @@ interface LegacySettings {
   subscriptionUris: number
 }
 
-/**
- * The 2025 revisions' method table: the shared methods plus those 2026-07-28 removed. What a session sets after
- * `initialize` goes to the hub, since its sealed id cannot change.
- */
+/** What a session sets after `initialize` goes to the hub, since its sealed id cannot change. */
 export function legacyMethods (
   settings: LegacySettings,
   features: SharedFeatures,

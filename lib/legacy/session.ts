@@ -1,7 +1,4 @@
-/**
- * 2025-era sessions, kept by the client: what a session must remember is sealed into its
- * `Mcp-Session-Id` under the registration's key ring, so any node opens it and none stores it.
- */
+// A 2025-era session is sealed into its `Mcp-Session-Id`, so any node opens it and none stores it.
 import { randomBytes } from 'node:crypto'
 import type { ClientCapabilities, Implementation } from '../protocol/wire.js'
 import { deepFreeze, isPlainObject } from '../protocol/wire.js'
@@ -16,21 +13,16 @@ const SESSION_PURPOSE = 3
 /** A session id longer than this is not one mocapi issued (what it seals is bounded: see {@link MAX_FIELD_BYTES}). */
 export const MAX_SESSION_ID_LENGTH = 4096
 
-/**
- * The most a session seals of the principal and of each clientInfo field, in bytes of JSON with escapes (six for a
- * control character): 256 characters of text fit in any script. `create` checks the whole too.
- */
+// Bytes of JSON (six for an escaped control character) of the principal and each clientInfo: 256 characters fit.
 const MAX_FIELD_BYTES = 1024
 
 export interface Session {
-  /** A random id of the session itself, which answers and broadcasts name it by. */
   id: string
   /** The caller the session belongs to; every request of the session must come from it. */
   principal: Principal
   version: string
   capabilities: ClientCapabilities
   info: Implementation | undefined
-  /** Epoch milliseconds. */
   issuedAt: number
   expiresAt: number
 }
@@ -41,15 +33,11 @@ function text (value: unknown): string | undefined {
   return typeof value === 'string' ? value.slice(0, TEXT_LIMIT) : undefined
 }
 
-/** Present as `{}` when the client declared the object; `undefined` otherwise. */
 function flag (value: unknown): object | undefined {
   return isPlainObject(value) ? {} : undefined
 }
 
-/**
- * Only the capabilities mocapi reads: a client's may be any size, but the session id must fit in a header. Of the
- * extensions, the one a 2025-era session can use: views, kept as the mime type mocapi serves.
- */
+/** Only what mocapi reads, as the id must fit in a header; of the extensions, views (kept as the mime type served). */
 export function reduceCapabilities (value: unknown): ClientCapabilities {
   const caps: ClientCapabilities = {}
   if (!isPlainObject(value)) return caps
@@ -69,7 +57,6 @@ export function reduceCapabilities (value: unknown): ClientCapabilities {
   return caps
 }
 
-/** The client's name and version, bounded; undefined when it sent none. */
 export function reduceInfo (value: unknown): Implementation | undefined {
   if (!isPlainObject(value)) return undefined
   const name = text(value.name)
@@ -142,7 +129,6 @@ export class SessionCodec {
     return session
   }
 
-  /** The session id of a session: visible ASCII only (base64url), as the transport requires. */
   seal (session: Session): string {
     return this.#sealer.seal(plaintextOf(session))
   }

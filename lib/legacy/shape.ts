@@ -1,4 +1,3 @@
-/** Results and errors in the 2025 revisions' shapes: no 2026 fields, `_meta` keys or error codes. */
 import { ErrorCode, McpError, ResourceNotFoundError } from '../errors.js'
 import { META_SERVER_INFO, isPlainObject, type JsonObject } from '../protocol/wire.js'
 

@@ -1,4 +1,3 @@
-/** 2025-era replay delivery: questions go on the call's stream, the exchange brings answers; nothing is sealed. */
 import { callerOf } from '../address.js'
 import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
@@ -23,7 +22,7 @@ function clientRefused (method: string, error: unknown): McpError {
   return new McpError(ErrorCode.InternalError, `The client answered ${method} with an error${code}${detail}`)
 }
 
-/** The ledger of a 2025-era call stays in its pass, on this node: no budget but the size of a round's requests. */
+/** Questions go on the call's stream, answers come over the exchange; the ledger stays in the pass, so no budget. */
 export class StreamDelivery implements Delivery {
   readonly #exchange: Exchange
 
@@ -31,7 +30,6 @@ export class StreamDelivery implements Delivery {
     this.#exchange = exchange
   }
 
-  /** A 2025-era call always starts afresh: its earlier rounds, if any, ran in this same call. */
   start (): ReplayStart {
     return { ledger: [], responses: undefined, round: 0 }
   }

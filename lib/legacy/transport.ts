@@ -1,7 +1,3 @@
-/**
- * The 2025-era side of the endpoint: sessions sealed into `Mcp-Session-Id`, `initialize`, the notifications and
- * answers clients POST, 2025-03-26 batches and the GET stream. Dispatch and below is shared with 2026-07-28.
- */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { CallState, eitherAborts, type NotificationStream, type Principal } from '../call.js'
@@ -22,7 +18,6 @@ import { ReplyChannel, type ChannelSettings, type Lifecycle } from '../transport
 import type { LegacyEra, Prepared, Respond } from '../transport/era.js'
 import { principalOf } from '../transport/principal.js'
 
-/** The answer to a session id that is not a live session of this caller: the client must start a new one. */
 function sessionNotFound (): McpError {
   return new McpError(ErrorCode.InvalidRequest, 'Session not found: it expired, was not issued by this server, or belongs to another caller; start a new session with initialize', { statusCode: 404 })
 }
@@ -34,7 +29,6 @@ function samePrincipal (a: Principal, b: Principal): boolean {
 /** The one revision whose POST may be a batch: 2025-06-18 removed them. */
 const BATCH_VERSION = '2025-03-26'
 
-/** The answer to a client's answer that no request of its session waits for. */
 const NOT_AWAITED = Object.freeze({
   jsonrpc: '2.0',
   error: { code: ErrorCode.InvalidRequest, message: 'No request of this session waits for this answer: it was answered, timed out, or its server is gone' },
@@ -72,7 +66,6 @@ class BatchStream implements NotificationStream {
   }
 }
 
-/** The log level a 2025-era client gets notifications from, unless its session set one. */
 const DEFAULT_LEGACY_LOG_LEVEL = 'info'
 
 interface LegacyParts {
@@ -84,7 +77,6 @@ interface LegacyParts {
   subscriptions: Subscriptions
   lifecycle: Lifecycle
   limits: ChannelSettings
-  /** Messages a 2025-03-26 batch may hold (limits.batchSize). */
   batchSize: number
   principal: ((request: FastifyRequest) => unknown) | undefined
   elicitation: ElicitationPolicy
@@ -117,7 +109,6 @@ export class LegacyTransport implements LegacyEra {
     this.#delivery = parts.delivery
   }
 
-  /** The session a request names, or undefined; a 404 when the id is not a live session of this caller. */
   #session (request: FastifyRequest, principal: Principal, headerVersion: string | undefined): Session | undefined {
     const id = header(request.headers, 'mcp-session-id')
     if (id === undefined) return undefined
@@ -171,16 +162,12 @@ export class LegacyTransport implements LegacyEra {
     return this.#call(request, reply, message, this.#client(version, session), principal, undefined)
   }
 
-  /**
-   * A 2025-03-26 batch: each request is a call writing onto the batch's one reply, a malformed message gets its
-   * error in its place; 202 when nothing needs an answer, else answers in message order (400 if no request).
-   */
+  /** A malformed message gets its error in its place; 202 when nothing needs an answer (400 if no request). */
   batch (request: FastifyRequest, reply: FastifyReply, body: unknown[], respond: Respond): Promise<void> {
     const headerVersion = header(request.headers, 'mcp-protocol-version')
     if (headerVersion !== undefined && headerVersion !== BATCH_VERSION) throw batchRefused()
     const principal = principalOf(request, this.#principal)
     const session = this.#session(request, principal, headerVersion)
-    // Without a session, the version header is what made the request a 2025-era one (as in prepare).
     const version = session?.version ?? headerVersion
     if (version !== BATCH_VERSION) throw batchRefused()
     if (body.length === 0) throw invalidRequest('A batch must hold at least one message')
@@ -219,7 +206,7 @@ export class LegacyTransport implements LegacyEra {
     })
   }
 
-  /** A notification the client sent: `notifications/cancelled` reaches the request it names, wherever it runs. */
+  /** `notifications/cancelled` reaches the request it names, wherever it runs. */
   #notified (message: Message & { kind: 'notification' }, session: Session | undefined): void {
     const requestId = message.params.requestId
     if (message.method === 'notifications/cancelled' && session !== undefined && (typeof requestId === 'string' || typeof requestId === 'number')) {
@@ -227,7 +214,6 @@ export class LegacyTransport implements LegacyEra {
     }
   }
 
-  /** A call of a batch's request: its stream writes onto the batch's reply, and a cancel ends it alone. */
   #member (request: FastifyRequest, message: Message & { kind: 'request' }, client: ClientState, principal: Principal, channel: ReplyChannel): Prepared {
     const stream = new BatchStream(channel)
     const ctx = new McpContext(new CallState(request, message, client, principal, stream, this.#delivery))
@@ -241,7 +227,6 @@ export class LegacyTransport implements LegacyEra {
     return { ctx, channel, era: this, sessionId: undefined, untrack, watch: UNWATCHED }
   }
 
-  /** A call of a request; one of a session can be cancelled by `notifications/cancelled` while it runs here. */
   #call (request: FastifyRequest, reply: FastifyReply, message: Message & { kind: 'request' }, client: ClientState, principal: Principal,
     sessionId: string | undefined): Prepared {
     const channel = new ReplyChannel(reply, message.id, this.#lifecycle, this.#limits, request.log)
@@ -252,7 +237,6 @@ export class LegacyTransport implements LegacyEra {
     return { ctx, channel, era: this, sessionId, untrack, watch: UNWATCHED }
   }
 
-  /** A result in the shape of the 2025 revisions; an `initialize` sends back the session it opened. */
   result (call: Prepared, result: JsonObject, reply: FastifyReply): JsonObject {
     if (call.sessionId !== undefined) reply.header('mcp-session-id', call.sessionId)
     return legacyResult(call.ctx.method, result)
@@ -262,7 +246,6 @@ export class LegacyTransport implements LegacyEra {
     return legacyError(error)
   }
 
-  /** Answers a client's answer: 202 once the request it answers took it, else 400. */
   async #answer (reply: FastifyReply, message: Message & { kind: 'response' }, session: Session | undefined, principal: Principal): Promise<void> {
     const refused = await this.#handOver(message, session, principal)
     if (refused === undefined) reply.code(202).send()
@@ -275,7 +258,6 @@ export class LegacyTransport implements LegacyEra {
     return receipt === 'accepted' ? undefined : NOT_AWAITED
   }
 
-  /** A session's GET stream of list changes and subscribed updates, until the client, session or server ends. */
   stream (request: FastifyRequest, reply: FastifyReply): void {
     const channel = new ReplyChannel(reply, 0, this.#lifecycle, this.#limits, request.log)
     const principal = principalOf(request, this.#principal)

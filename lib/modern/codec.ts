@@ -1,8 +1,5 @@
-/**
- * A token carries all a replayed request needs, so the server keeps no per-round state (layout: seal.ts).
- * Its plaintext is positional, `[method, originalParams, ledger, issuedAt, principal, round?]` with `[k, f, r?]`
- * slots, so it carries no member names (bench/README.md#compact-plaintext).
- */
+// A token carries all a replayed request needs (layout: seal.ts). Its plaintext is positional, `[method,
+// originalParams, ledger, issuedAt, principal, round?]` with `[k, f, r?]` slots (bench/README.md#compact-plaintext).
 import type { LedgerEntry } from '../call.js'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js'
 import { isPlainObject } from '../protocol/wire.js'
@@ -12,10 +9,8 @@ export interface RequestStatePayload {
   method: string
   originalParams: Record<string, unknown>
   ledger: LedgerEntry[]
-  /** Epoch ms at which the token was minted. */
   issuedAt: number
   principal: string | null
-  /** Input rounds run so far; absent counts as 0. */
   round?: number
 }
 
@@ -41,10 +36,8 @@ export class UncarriableError extends TypeError {
   }
 }
 
-/**
- * Why a value would not come back the same: `1e400` (Infinity) returns as null, binding the token to other params.
- * What a client sends nests at most MAX_DEPTH deep (the envelope refuses more), so the walk's recursion is bounded.
- */
+// Why a value would not come back the same: `1e400` (Infinity) returns as null, binding the token to other params.
+// What a client sends nests at most MAX_DEPTH deep (the envelope refuses more), so the recursion is bounded.
 function unwritable (value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : `it holds a number JSON cannot write (${value})`
   if (typeof value !== 'object' || value === null) return undefined
@@ -115,7 +108,6 @@ export class RequestStateCodec {
   }
 }
 
-/** Checks the plaintext's shape and rebuilds the payload in one walk; undefined when malformed. */
 function toPayload (plain: unknown): RequestStatePayload | undefined {
   if (!Array.isArray(plain) || (plain.length !== 5 && plain.length !== 6)) return undefined
   const method: unknown = plain[0]

@@ -1,4 +1,3 @@
-/** `subscriptions/listen` (2026-07-28): a stream of the changes, updates and tasks' news its filter names. */
 import type { ListKind } from '../bus/events.js'
 import type { McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
@@ -42,7 +41,6 @@ function readFilter (ctx: McpContext, value: JsonObject, limits: StreamSettings)
   return { lists, uris, tasks }
 }
 
-/** Acknowledges the filter, then holds the stream until the client leaves or the server closes. */
 export async function listen (ctx: McpContext, subscriptions: Subscriptions): Promise<JsonObject> {
   const filter = readFilter(ctx, ctx.params.notifications as JsonObject, subscriptions.limits)
   const meta = { [META_SUBSCRIPTION_ID]: ctx.id }

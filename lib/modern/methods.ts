@@ -1,4 +1,3 @@
-/** The method table of MCP 2026-07-28, over the features of one registration. */
 import type { McpContext } from '../context.js'
 import { discover, type DiscoverSettings } from '../features/discover.js'
 import { defineShared, registered, type ListSettings, type SharedFeatures } from '../features/methods.js'

@@ -1,4 +1,3 @@
-/** 2026-07-28: the ledger goes out sealed in `requestState`, so the retry may reach any node holding the key. */
 import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
 import { InvalidRequestStateError, invalidParams, unboundPrincipal } from '../errors.js'
 import type { JsonObject } from '../protocol/wire.js'
@@ -40,7 +39,7 @@ function sameParams (original: JsonObject, params: JsonObject): boolean {
   return count === Object.keys(original).length
 }
 
-/** 2026-07-28: a round's questions go out with the whole ledger sealed in `requestState`. */
+/** The ledger goes out sealed in `requestState`, so the retry may reach any node holding the key. */
 export class TokenDelivery implements Delivery {
   readonly #codec: RequestStateCodec
   readonly budget: Delivery['budget']

@@ -1,7 +1,4 @@
-/**
- * The 2026-07-28 side of the endpoint, which keeps nothing between requests: each carries its version header, its
- * client's capabilities and info in `_meta`, and on a retry its requestState.
- */
+// 2026-07-28 keeps nothing between requests: each carries its version, its client's `_meta` and its requestState.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CallState, type Delivery } from '../call.js'
 import { noop } from '../check.js'
@@ -75,7 +72,6 @@ export class ModernTransport implements Era {
     }
   }
 
-  /** A result with its `resultType` (complete unless it says otherwise) and the server's info in `_meta`. */
   result (_call: Prepared, result: JsonObject): JsonObject {
     const meta = result._meta
     return {

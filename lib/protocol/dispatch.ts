@@ -3,13 +3,11 @@ import { isPlainObject, type JsonObject } from './wire.js'
 
 type FieldType = 'string' | 'object'
 
-/** What a method runs on: the request's method and params, and whatever else the caller's context carries. */
 interface Dispatched {
   readonly method: string
   readonly params: JsonObject
 }
 
-/** How one MCP method is served. */
 interface MethodSpec<C extends Dispatched> {
   /** The params fields the method takes besides `_meta`; `?` marks the optional ones. */
   params: Record<string, `${FieldType}${'' | '?'}`>
@@ -34,7 +32,6 @@ interface Method<C extends Dispatched> {
 export class Dispatcher<C extends Dispatched> {
   readonly #methods = new Map<string, Method<C>>()
 
-  /** Defines a method, or defines it anew (an era's own form of a shared method). */
   define (method: string, spec: MethodSpec<C>): void {
     const params = spec.interactive === true ? { ...spec.params, ...INTERACTIVE_FIELDS } : spec.params
     const entries = Object.entries(params)

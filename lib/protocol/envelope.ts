@@ -1,7 +1,4 @@
-/**
- * The JSON-RPC envelope of a POSTed message, and the MCP 2026-07-28 request envelope: the
- * `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, and `_meta`.
- */
+// The JSON-RPC envelope of a POSTed message, and the 2026-07-28 one: version, `Mcp-Method` and `Mcp-Name`, `_meta`.
 import type { IncomingHttpHeaders } from 'node:http'
 import { describe } from '../check.js'
 import { headerMismatch, invalidParams, invalidRequest, type McpError } from '../errors.js'
@@ -10,13 +7,11 @@ import {
   isPlainObject, nestsDeeper, type JsonObject, type RequestId, type RequestMeta,
 } from './wire.js'
 
-/** One POSTed JSON-RPC message, taken apart. */
 export type Message =
   | { kind: 'request', id: RequestId, method: string, params: JsonObject }
   | { kind: 'notification', method: string, params: JsonObject }
   | { kind: 'response', id: RequestId, result: unknown, error: unknown }
 
-/** The id of a JSON-RPC message, when it has a usable one; errors echo it. */
 export function idOf (body: unknown): RequestId | null {
   if (!isPlainObject(body)) return null
   const id = body.id
@@ -28,7 +23,6 @@ export function batchRefused (): McpError {
   return invalidRequest('Batch requests are not supported: send one JSON-RPC message per POST')
 }
 
-/** -32602 for a message whose `params` (or a response's result) nest past {@link MAX_DEPTH}, naming the field. */
 function checkDepth (fields: JsonObject, where: string): void {
   for (const key of Object.keys(fields)) {
     if (nestsDeeper(fields[key], MAX_DEPTH - 1)) {
@@ -132,7 +126,6 @@ function checkMeta (params: JsonObject): RequestMeta {
   return meta as RequestMeta
 }
 
-/** A client's `clientInfo`, when it sends one: `name` and `version` strings, `title` one if present (-32602, 400). */
 export function checkClientInfo (info: unknown, where: string): void {
   if (info === undefined) return
   if (!isPlainObject(info)) throw invalidParams(`${where} must be an object`, 400)
@@ -152,10 +145,7 @@ export function checkLegacyMeta (params: JsonObject): void {
   checkProgressToken(meta, 200)
 }
 
-/**
- * A 2025-era `_meta` naming another version than the one in force (a 2026 client's) is 400 -32020, as the official
- * SDK answers it. Runs after {@link checkLegacyMeta}, which found `_meta` absent or an object.
- */
+/** A 2025-era `_meta` naming another version (a 2026 client's) is 400 -32020, as the official SDK answers it. */
 export function checkLegacyVersion (params: JsonObject, version: string, from: string): void {
   const named = (params._meta as JsonObject | undefined)?.[META_PROTOCOL_VERSION]
   if (named === undefined || named === version) return

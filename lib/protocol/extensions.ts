@@ -1,4 +1,3 @@
-/** The extensions mocapi serves, by their ids, and whether a client declared them. */
 import { PROTOCOL_VERSION, isPlainObject, type ClientCapabilities } from './wire.js'
 
 /** MCP Apps (SEP-1865): views a host renders beside a tool's result. */
@@ -13,13 +12,11 @@ export function isViewUri (uri: string): boolean {
   return /^ui:\/\//i.test(uri)
 }
 
-/** Whether a client declared an extension (own keys only, its settings an object). */
 export function declares (capabilities: ClientCapabilities, extension: string): boolean {
   const extensions = capabilities.extensions
   return isPlainObject(extensions) && Object.hasOwn(extensions, extension) && isPlainObject(extensions[extension])
 }
 
-/** Whether a client shows views: it declared the UI extension with the view mime type. */
 export function showsViews (capabilities: ClientCapabilities): boolean {
   if (!declares(capabilities, UI_EXTENSION)) return false
   const settings = (capabilities.extensions as Record<string, { mimeTypes?: unknown }>)[UI_EXTENSION]

@@ -64,10 +64,8 @@ export interface ClientState {
   readonly protocolVersion: string
   readonly capabilities: ClientCapabilities
   readonly info: Implementation | undefined
-  /** The least severe level the client wants; undefined for none. */
   readonly logLevel: LoggingLevel | undefined
   readonly session?: string
-  /** Epoch ms. */
   readonly sessionExpiresAt?: number
   /** The operator's `elicitation.disable` took the client's elicitation capability away. */
   readonly elicitationOff?: boolean
@@ -135,7 +133,6 @@ export function isPlainObject (value: unknown): value is JsonObject {
 /** How deep a client's JSON may nest: JSON.stringify and any recursive walk overflow the stack a few thousand deep. */
 export const MAX_DEPTH = 1000
 
-/** Whether a JSON value nests objects or arrays more than `max` deep, found without recursion. */
 export function nestsDeeper (value: unknown, max: number): boolean {
   if (typeof value !== 'object' || value === null) return false
   const stack: unknown[] = [value]
@@ -163,7 +160,6 @@ export function deepFreeze<T> (value: T): T {
   return value
 }
 
-/** The object a JSON text holds; undefined when it is not JSON, or not an object. */
 export function jsonObject (text: string): JsonObject | undefined {
   let value: unknown
   try {

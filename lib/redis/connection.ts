@@ -2,11 +2,7 @@ import { createClient } from 'redis'
 import { fail, optionalString } from '../check.js'
 import { InvalidOptionError } from '../errors.js'
 
-/**
- * The connection a Redis part of mocapi opens: a copy of `client`'s settings, or a client of `url`; without an
- * offline queue, so that while Redis is unreachable a command fails at once rather than wait in memory. Throws an
- * `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad `url` or `client` of `what`.
- */
+/** Without an offline queue, so that while Redis is unreachable a command fails at once rather than wait in memory. */
 export function redisConnection<C> (
   options: { url?: unknown, client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): C } },
   what: string

@@ -95,7 +95,6 @@ return 1`
 
 const STATUSES: ReadonlySet<unknown> = new Set<TaskStatus>(['working', 'input_required', 'completed', 'failed', 'cancelled'])
 
-/** A stored task read back, or undefined when it is not one. */
 function parseTask (json: string): StoredTask | undefined {
   const value = jsonObject(json)
   if (value === undefined) return undefined
@@ -106,7 +105,6 @@ function parseTask (json: string): StoredTask | undefined {
   return value as unknown as StoredTask
 }
 
-/** How long a call waits for the store's first connection. */
 const CONNECT_WAIT_MS = 2000
 
 /**

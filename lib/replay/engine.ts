@@ -4,7 +4,6 @@ import { ErrorCode, McpError, invalidParams, unboundPrincipal } from '../errors.
 import type { InputRequiredResult } from '../protocol/wire.js'
 import { ReplayPass } from './pass.js'
 
-/** How a call's replay ended: the handler's value, questions for the client, or parked (a task stored them). */
 export type Outcome<T> = { complete: T } | InputRequiredResult | { parked: Asked }
 
 /** Replays a handler from the top on each pass (docs/decisions/0001-elicitation-by-replay.md). */
@@ -20,7 +19,6 @@ export class ReplayEngine {
     this.#size = size
   }
 
-  /** What the call's delivery carries, read when a pass asks: a call may become a task mid-pass. */
   #budgetOf (call: CallState): () => Delivery['budget'] {
     return () => call.delivery.budget
   }

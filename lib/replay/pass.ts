@@ -12,10 +12,8 @@ type PassOutcome<T> =
 
 const INPUT_REQUIRED = 'mocapi: this round needs input from the client; the handler runs again when the client answers'
 
-/**
- * What an unanswered ask rejects with: it unwinds the handler (`finally` runs), and catching it cannot change the
- * round, so rethrow it. Made without Error's constructor, which captures a stack (bench/README.md#stackless-unwind).
- */
+// Unwinds the handler from an unanswered ask (`finally` runs); catching it cannot change the round, so rethrow it.
+// Made without Error's constructor, which captures a stack (bench/README.md#stackless-unwind).
 function inputRequired (): Error {
   const error = Object.create(Error.prototype) as Error
   error.name = 'InputRequired'
@@ -38,16 +36,12 @@ interface RoundBudget {
   readonly delivery: () => Delivery['budget']
 }
 
-/**
- * One run of a handler: its Nth ask reads ledger slot N. The first unanswered ask fixes the outcome; asks made in the
- * same event-loop turn (`Promise.all`) join its round, and `signal` tells work left running that the pass is over.
- */
+/** One run of a handler: its Nth ask reads ledger slot N; asks made in the turn of the first unanswered one join it. */
 export class ReplayPass implements AskTarget {
   readonly #ledger: LedgerEntry[]
   readonly #responses: JsonObject | undefined
   readonly #forms: FormAnswers
   readonly #budget: RoundBudget
-  /** Made on the first ask, as most passes ask nothing. */
   #keys: Set<string> | undefined
   #ordinal = 0
   #pendingBytes = 0
@@ -59,7 +53,6 @@ export class ReplayPass implements AskTarget {
   #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
   #reject: ((error: unknown) => void) | undefined
 
-  /** @param ledger the slots restored from the request's token, filled in as the pass asks */
   constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, forms: FormAnswers, budget: RoundBudget) {
     this.#ledger = ledger
     this.#responses = responses
@@ -67,7 +60,6 @@ export class ReplayPass implements AskTarget {
     this.#budget = budget
   }
 
-  /** Aborted when the pass is over: it yielded, failed or completed. */
   get signal (): AbortSignal {
     this.#controller ??= new AbortController()
     if (this.#closed && !this.#controller.signal.aborted) this.#controller.abort(new DOMException('the pass is over', 'AbortError'))
@@ -109,10 +101,7 @@ export class ReplayPass implements AskTarget {
     })
   }
 
-  /**
-   * The ledger's answer, else a yield. A client lacking a question's capabilities gets an error naming them, or,
-   * when `unavailable` gives the reason, the answer `{ action: 'unavailable', reason }`, kept in the ledger as any.
-   */
+  /** A client lacking the capabilities gets -32021, or with `unavailable` the answer `{ action: 'unavailable' }`. */
   ask (
     question: Question,
     key: string | undefined,
@@ -161,7 +150,7 @@ export class ReplayPass implements AskTarget {
     }
     ledger[ordinal] = { k: key, f: print }
     if (this.#pending === undefined) {
-      // A plain object: a store into one made by Object.create(null) cost a microsecond (bench/README.md#questions).
+      // A plain object, not Object.create(null): bench/README.md#questions.
       this.#pending = {}
       this.#yielded = rejected(inputRequired())
       setImmediate(() => this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
@@ -189,7 +178,6 @@ export class ReplayPass implements AskTarget {
     this.#resolve!(outcome)
   }
 
-  /** Fails the pass unless it already ended; the failing ask rejects with `error` either way. */
   #fail (error: unknown): Promise<never> {
     if (!this.#closed) {
       this.#closed = true

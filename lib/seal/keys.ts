@@ -9,11 +9,9 @@ const HEX = /^[0-9a-fA-F]{64}$/
 // 32 random bytes hold about 30 distinct values; fewer than 16 (chance far below 1e-15) is a repeated pattern.
 const MIN_DISTINCT_BYTES = 16
 
-/** How to make a key, for the errors about keys. */
 export const MAKE_KEY = 'make one with `node -e "console.log(require(\'crypto\').randomBytes(32).toString(\'base64\'))"` ' +
   '(or `openssl rand -base64 32`)'
 
-/** For a single process when no keys are configured. */
 export function ephemeralKey (): Buffer {
   return randomBytes(KEY_BYTES)
 }
@@ -48,7 +46,6 @@ function decodeKey (key: unknown, i: number): Buffer {
   return bytes
 }
 
-/** Expects a non-empty array, as `resolveOptions` and `keysFromEnv` give it. */
 export function parseKeys (keys: readonly unknown[]): Buffer[] {
   return keys.map((key, i) => {
     const bytes = decodeKey(key, i)

@@ -1,10 +1,8 @@
-/**
- * Token v2 = base64url(kind(1) ‖ keyId(4) ‖ salt(16) ‖ nonce(12) ‖ ciphertext ‖ tag(16)), sealed by AES-256-GCM
- * under HMAC-SHA256(ring key, kind ‖ keyId ‖ salt) with AAD kind ‖ keyId: no key seals twice, so the GCM nonce bound
- * per key is never approached (docs/deploy.md#key-lifetime). The kind byte keeps one kind of token from passing for
- * another; key ids make rotation work (the first key seals, all open). v1 (no salt, under the ring key) still opens,
- * and seals with `tokenVersion: 1` for rolling upgrades.
- */
+// Token v2 = base64url(kind(1) ‖ keyId(4) ‖ salt(16) ‖ nonce(12) ‖ ciphertext ‖ tag(16)), sealed by AES-256-GCM
+// under HMAC-SHA256(ring key, kind ‖ keyId ‖ salt) with AAD kind ‖ keyId: no key seals twice, so the GCM nonce bound
+// per key is never approached (docs/deploy.md#key-lifetime). The kind byte keeps one kind of token from passing for
+// another; key ids make rotation work (the first key seals, all open). v1 (no salt, under the ring key) still opens,
+// and seals with `tokenVersion: 1` for rolling upgrades.
 import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, randomFillSync, type KeyObject } from 'node:crypto'
 import { InvalidRequestStateError } from '../errors.js'
 
@@ -27,7 +25,6 @@ interface RingKey {
 
 export class KeyRing {
   readonly primary: RingKey
-  /** The layout new tokens are sealed in; every ring opens both. */
   readonly version: TokenVersion
   readonly #keys = new Map<number, RingKey>()
   readonly #random = Buffer.allocUnsafe(RANDOM_POOL_BYTES)
@@ -64,7 +61,6 @@ function tokenKey (ringKey: KeyObject, token: Buffer): Buffer {
 }
 
 export class TokenTooLongError extends RangeError {
-  /** How long the token would have been, in characters. */
   readonly length: number
 
   constructor (length: number, max: number) {
@@ -116,7 +112,7 @@ export class Sealer {
     const key = header === HEADER_BYTES[2] ? tokenKey(primary, token) : primary
     const cipher = createCipheriv('aes-256-gcm', key, token.subarray(header - NONCE_BYTES, header))
     cipher.setAAD(context === undefined ? this.#aad : Buffer.concat([this.#aad, Buffer.from(context)]))
-    // GCM ciphertext is as long as the plaintext, so it is written in place.
+    // GCM ciphertext is as long as the plaintext, so it takes the plaintext's place in the token.
     plaintext.set(cipher.update(plaintext))
     cipher.final()
     token.set(cipher.getAuthTag(), header + plaintextBytes)

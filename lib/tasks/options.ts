@@ -1,4 +1,3 @@
-/** How a tool takes part in tasks, checked at registration; and the extension's gate, which tools and streams share. */
 import { boundedInteger, fail, knownFields, nonNegativeInteger, optionalBoolean, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
 import { InvalidDefinitionError, missingCapability, unboundPrincipal, type McpError } from '../errors.js'
@@ -29,7 +28,6 @@ export interface ToolTaskOptions {
   detach?: boolean
 }
 
-/** A tool's task options, checked and filled in. */
 export interface ToolTask {
   readonly support: 'optional' | 'required'
   readonly ttl: number
@@ -38,13 +36,11 @@ export interface ToolTask {
   readonly detach: boolean
 }
 
-/** The longest `task.ttl`: 30 days. */
 const MAX_TASK_TTL = 30 * 24 * 3_600_000
 const DEFAULT_TASK_TTL = 3_600_000
 const DEFAULT_POLL_INTERVAL = 2_000
 const KNOWN_TASK_FIELDS = new Set(['support', 'ttl', 'pollInterval', 'rerun', 'detach'])
 
-/** Checks a tool's `task` option at registration; undefined for a tool without one. */
 export function toolTask (value: unknown, where: string): ToolTask | undefined {
   if (value === undefined) return undefined
   const name = `${where} task`
@@ -74,17 +70,13 @@ const TASK_ID = /^[A-Za-z0-9_-]{22}$/
 
 const MISSING_EXTENSION = { extensions: { [TASKS_EXTENSION]: {} } }
 
-/**
- * Refuses a tasks method or filter to a client without the extension (-32021), and to an authenticated caller with no
- * principal (403: its tasks would be anyone's), before any lookup.
- */
+/** Before any lookup; 403 to an authenticated caller with no principal, whose tasks would be anyone's. */
 export function requireTasks (ctx: McpContext): void {
   const call = ctx[kCallState]
   if (!declaresTasks(call.client)) throw missingCapability(MISSING_EXTENSION)
   if (call.principal.state === 'unbound') throw unboundPrincipal('its tasks')
 }
 
-/** The error of a tool that must run as a task, for a client that cannot take one. */
 export function tasksRequired (): McpError {
   return missingCapability(MISSING_EXTENSION)
 }

@@ -1,7 +1,4 @@
-/**
- * Tasks as a node reads and writes them: created for a caller, read back opened, found for their owner only, and
- * replaced by compare-and-set. The one place a store's failure becomes a 503 and a full store a 429.
- */
+// Tasks read and written by compare-and-set: the one place a store's failure becomes a 503 and a full store a 429.
 import type { FastifyBaseLogger } from 'fastify'
 import { randomBytes } from 'node:crypto'
 import { callerAddress } from '../address.js'
@@ -12,7 +9,6 @@ import type { Task, TaskRecord, TaskSealer, TaskState } from './record.js'
 import { isTaskId } from './options.js'
 import type { StoredTask, TaskQuota, TaskStatus, TaskStore } from './store.js'
 
-/** How a write of a task goes: with a lease until then, unannounced, or checked against its caller's quota. */
 export interface WriteOptions {
   leaseUntil?: number
   announce?: boolean
@@ -22,14 +18,11 @@ export interface WriteOptions {
 interface RepositoryParts {
   store: TaskStore
   sealer: TaskSealer
-  /** What a caller's tasks may hold at once: `limits.tasksPerCaller` and `limits.taskBytesPerCaller`. */
   quota: TaskQuota
   log: FastifyBaseLogger
-  /** Tells every node that a task changed: its listen streams, and the node running it. */
   announce: (id: string) => void
 }
 
-/** How many times a write that lost a race is tried again on fresh data. */
 const WRITE_ATTEMPTS = 8
 
 function notFound (): McpError {
@@ -42,7 +35,7 @@ function storeFailed (): McpError {
 
 export class TaskRepository {
   readonly #parts: RepositoryParts
-  /** A sealed state opened when no task is found, so a missing task takes as long as another caller's. */
+  /** Opened when no task is found, so a missing task takes as long as another caller's. */
   readonly #decoy: StoredTask
 
   constructor (parts: RepositoryParts) {
@@ -61,12 +54,10 @@ export class TaskRepository {
     this.#decoy = parts.sealer.seal({ id: '', version: 0, status: 'working', createdAt: 0, updatedAt: 0, expiresAt: 0, owner: '' }, state)
   }
 
-  /** The longest sealed state, in characters. */
   get maxLength (): number {
     return this.#parts.sealer.maxLength
   }
 
-  /** Stores a new task of the caller of `ctx`; 429 past its quota or a full store. */
   async create (ctx: McpContext, status: TaskStatus, state: TaskState, lease: number): Promise<Task> {
     const now = Date.now()
     const stored = this.#seal({
@@ -84,13 +75,12 @@ export class TaskRepository {
     return { stored, state }
   }
 
-  /** The task of an id, opened; undefined when there is none. */
   async read (id: string): Promise<Task | undefined> {
     const stored = await this.#store('read a task', id, () => this.#parts.store.get(id))
     return stored === undefined ? undefined : { stored, state: this.#parts.sealer.open(stored) }
   }
 
-  /** The task a request names, when its caller owns it; one -32602 for unknown, expired and others' tasks alike. */
+  /** One -32602 for unknown, expired and others' tasks alike. */
   async owned (ctx: McpContext): Promise<Task> {
     const id = ctx.params.taskId as string
     let task: Task | undefined
@@ -109,10 +99,7 @@ export class TaskRepository {
     return task
   }
 
-  /**
-   * Replaces a task with its next version; the new task, or undefined when it changed meanwhile. With `quota`, a write
-   * that grows it past its caller's quota or the store's bound is refused (429).
-   */
+  /** Undefined when the task changed meanwhile; with `quota`, a write past the caller's quota or the store's is 429. */
   async replace (task: Task, status: TaskStatus, state: TaskState, how: WriteOptions = {}): Promise<Task | undefined> {
     const previous = task.stored
     const stored = this.#seal({
@@ -133,10 +120,7 @@ export class TaskRepository {
     return { stored, state }
   }
 
-  /**
-   * Changes the task a request names by `change`, read afresh each time another writer wins (`change` answers
-   * undefined), up to a few times: what `change` returns, or 503 saying the task changed too often `to`.
-   */
+  /** Re-reads and retries while another writer wins (`change` answers undefined), then 503 naming `to`. */
   async retrying<T> (ctx: McpContext, to: string, change: (task: Task) => Promise<T | undefined>): Promise<T> {
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
       const done = await change(await this.owned(ctx))
@@ -145,12 +129,10 @@ export class TaskRepository {
     throw new McpError(ErrorCode.InternalError, `The task changed too often to ${to}`, { statusCode: 503 })
   }
 
-  /** The stored fields of a task, unopened; undefined when there is none, or the store cannot say. */
   async stored (id: string): Promise<StoredTask | undefined> {
     return await this.#parts.store.get(id).catch(() => undefined)
   }
 
-  /** -32602 when a state is larger than a task may hold. */
   #seal (record: TaskRecord, state: TaskState): StoredTask {
     try {
       return this.#parts.sealer.seal(record, state)

@@ -1,7 +1,4 @@
-/**
- * The passes of tasks this node runs: each holds its task by a lease while it runs, and stores how it ended. A task
- * whose node stopped mid-pass is failed, or run again, by the next node that reads it.
- */
+// Each pass holds its task by a lease; a task whose node stopped mid-pass is failed, or run again, by its next reader.
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { CallState } from '../call.js'
 import { McpContext } from '../context.js'
@@ -14,18 +11,15 @@ import { Running } from './running.js'
 import { TaskDelivery } from './task-delivery.js'
 import type { TaskStatus } from './store.js'
 
-/** How a task's pass ends: the tool's result, the questions of an MRTR round before it detached, or parked. */
+/** The questions are an MRTR round's, before the call detached. */
 export type PassEnd = CallToolResult | InputRequiredResult | Extract<Outcome<unknown>, { parked: unknown }>
 
-/** Runs one pass of a task's tool with a context made for it. */
 type PassRunner = (ctx: McpContext) => Promise<PassEnd>
 
 interface RunnerParts {
   repository: TaskRepository
   run: PassRunner
-  /** How long a running pass holds its task, in ms. */
   lease: number
-  /** The most characters a stored result may take (bodyLimit). */
   resultLength: number
   log: FastifyBaseLogger
 }
@@ -40,17 +34,14 @@ export class TaskRunner {
     this.#parts = parts
   }
 
-  /** A new pass of `task`, not yet followed: what a call that detaches goes on with. */
   running (task: Task): Running {
     return new Running(this.#parts.repository, task)
   }
 
-  /** The task delivery of a pass. */
   delivery (running: Running): TaskDelivery {
     return new TaskDelivery(running, this.#parts.repository.maxLength)
   }
 
-  /** Runs a pass of a task on this node, in the background, with a context made as a transport makes one. */
   start (request: FastifyRequest, task: Task): void {
     const { state } = task
     const running = this.running(task)
@@ -63,7 +54,6 @@ export class TaskRunner {
     this.follow(running, this.#parts.run(new McpContext(call)))
   }
 
-  /** Holds a task while its pass runs, and stores how the pass ended. */
   follow (running: Running, passing: Promise<PassEnd>): void {
     const id = running.current.stored.id
     this.#running.set(id, running)
@@ -94,7 +84,7 @@ export class TaskRunner {
     })
   }
 
-  /** A working task whose lease lapsed lost its node: it fails, or, for a `rerun` tool, runs again here. */
+  /** A working task whose lease lapsed lost its node: it fails, or, with `rerun`, runs again here. */
   async recover (request: FastifyRequest, task: Task): Promise<Task> {
     const { stored, state } = task
     if (stored.status !== 'working' || (stored.leaseUntil as number) > Date.now() || this.#running.has(stored.id)) return task
@@ -109,17 +99,14 @@ export class TaskRunner {
     return next
   }
 
-  /** The pass of a task that runs here, if any, stops: what it does later is discarded. */
   lose (id: string, reason: string): void {
     this.#running.get(id)?.lose(reason)
   }
 
-  /** Whether a pass of a task runs here. */
   has (id: string): boolean {
     return this.#running.has(id)
   }
 
-  /** The server closes: the passes it runs let go of their tasks, so the next reader recovers them. */
   async close (): Promise<void> {
     await Promise.all([...this.#running.values()].map(async (running) => {
       const { stored, state } = running.current

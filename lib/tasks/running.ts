@@ -1,4 +1,3 @@
-/** A pass this node runs of a task: its stream, its lease, and its writes one after the other. */
 import type { NotificationStream } from '../call.js'
 import { noop } from '../check.js'
 import type { Task, TaskState } from './record.js'
@@ -35,11 +34,7 @@ export class TaskStream implements NotificationStream {
   }
 }
 
-/**
- * A pass this node runs: the version of its task it last wrote, its writes one after the other, and its lease
- * renewed until it ends. A write that finds the task changed by anyone else means the pass lost it (cancelled, or
- * taken over after its lease lapsed): the pass is aborted and what it does later is discarded.
- */
+/** A write that finds the task changed by anyone else means the pass lost it (cancelled, or taken over): it aborts. */
 export class Running {
   current: Task
   readonly stream: TaskStream
@@ -60,7 +55,6 @@ export class Running {
     return this.#lost
   }
 
-  /** Renews the lease every third of it while the pass runs. */
   hold (lease: number): void {
     this.#renewal = setInterval(() => {
       // A renewal changes nothing a client sees: no one is told of it.
@@ -69,7 +63,6 @@ export class Running {
     this.#renewal.unref()
   }
 
-  /** Writes the task in `status` with `state`, unless it was lost; whether it was written. */
   write (status: TaskStatus, state: TaskState, how: WriteOptions = {}): Promise<boolean> {
     const next = this.#queue.then(async () => {
       if (this.#lost) return false
@@ -85,12 +78,10 @@ export class Running {
     return next
   }
 
-  /** The pass ended: no more renewals. */
   end (): void {
     clearInterval(this.#renewal)
   }
 
-  /** The pass no longer holds its task: it is aborted, and nothing it does is written. */
   lose (reason: string): void {
     if (this.#lost) return
     this.#lost = true

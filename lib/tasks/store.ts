@@ -1,5 +1,3 @@
-/** Where tasks live between the requests that create, run, poll, answer and cancel them. */
-
 /** The statuses of a task. */
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled'
 

@@ -1,4 +1,4 @@
-/** Tasks: a pass's questions are stored with its task, which waits `input_required`; the pass parks. */
+// A pass's questions are stored with its task, which waits `input_required`; the pass parks.
 import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
 import type { TaskState } from './record.js'
 import type { Running } from './running.js'

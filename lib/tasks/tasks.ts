@@ -1,9 +1,4 @@
-/**
- * Tasks (the `io.modelcontextprotocol/tasks` extension): a task-capable `tools/call` becomes a task, whose work is
- * the same replay as an MRTR call, delivered through a store instead of a token. A pass that asks stores its
- * questions and parks; `tasks/update` on any node stores the answers, and the node whose update completes them runs
- * the next pass. Tasks sit over tools: a pass is the tool's own run.
- */
+// A task is the same replay as an MRTR call, delivered through a store; a pass that asks parks.
 import type { FastifyBaseLogger } from 'fastify'
 import { noop } from '../check.js'
 import type { McpContext } from '../context.js'
@@ -22,25 +17,19 @@ import { TaskStream } from './running.js'
 import type { TaskQuota, TaskStatus, TaskStore } from './store.js'
 import { detailed, summary } from './view.js'
 
-/** What the tasks of a registration need of it. */
 interface TasksParts {
   tools: Tools
   store: TaskStore
   sealer: TaskSealer
-  /** How long a running pass holds its task, in ms. */
   lease: number
-  /** What a caller's tasks may hold at once: `limits.tasksPerCaller` and `limits.taskBytesPerCaller`. */
   quota: TaskQuota
-  /** The registration's forms, which answers given through `tasks/update` are checked against. */
   forms: FormAnswers
-  /** The most characters a stored result may take (bodyLimit). */
   resultLength: number
   log: FastifyBaseLogger
-  /** Tells every node that a task changed: its listen streams, and the node running it. */
+  /** Tells every node: its listen streams, and the node running the task. */
   announce: (id: string) => void
 }
 
-/** The tasks of one registration: calls becoming tasks, and the `tasks/*` methods. */
 export class Tasks {
   readonly #tools: Tools
   readonly #repository: TaskRepository
@@ -62,13 +51,7 @@ export class Tasks {
     })
   }
 
-  /**
-   * `tools/call` of 2026-07-28. A task-capable tool called by a client with the extension becomes a task: one that
-   * does not detach before its handler runs (the task is stored, then its first pass starts here); one declared
-   * with `task.detach` runs as an MRTR call until it calls `ctx.detach()`, or waits on anything but mocapi, and
-   * the pass goes on as the task's first. A pass that asks first answers `input_required`, as any round; one that
-   * ends first answers its result (a `'required'` tool's, as a completed task).
-   */
+  /** With `task.detach` the call runs as an MRTR call until `ctx.detach()`; without, the task is stored first. */
   async call (ctx: McpContext): Promise<object> {
     const resolved = await this.#tools.resolve(ctx)
     if (!('tool' in resolved)) return resolved
@@ -128,17 +111,13 @@ export class Tasks {
     return { resultType: 'task', ...summary(created) }
   }
 
-  /** `tasks/get`: the task by status; a task whose running node stopped is failed, or run again here. */
   async get (ctx: McpContext): Promise<JsonObject> {
     requireTasks(ctx)
     const task = await this.#repository.owned(ctx)
     return detailed(await this.#runner.recover(ctx.request, task))
   }
 
-  /**
-   * `tasks/update`: stores the answers to the questions the task waits on (others are ignored), each checked against
-   * its question. Once every question is answered, the node whose update did it runs the next pass.
-   */
+  /** Answers to questions the task does not wait on are ignored; the update that completes them runs the next pass. */
   async update (ctx: McpContext): Promise<JsonObject> {
     requireTasks(ctx)
     const responses = ctx.params.inputResponses as JsonObject
@@ -168,7 +147,6 @@ export class Tasks {
     })
   }
 
-  /** `tasks/cancel`: the task is cancelled at once, and the node running a pass of it aborts `ctx.signal`. */
   async cancel (ctx: McpContext): Promise<JsonObject> {
     requireTasks(ctx)
     return await this.#repository.retrying(ctx, 'cancel it; send the cancel again', async (task) => {
@@ -180,23 +158,18 @@ export class Tasks {
     })
   }
 
-  /** The current task of an id as its caller may see it, for listen streams; undefined for anyone else's. */
   async view (id: string, principal: string | null): Promise<JsonObject | undefined> {
     const task = await this.#repository.read(id).catch(() => undefined)
     return task === undefined || task.state.principal !== principal ? undefined : detailed(task)
   }
 
-  /**
-   * Another node changed a task: a pass of it that runs here stops once the task is over (cancelled); a pass whose
-   * task was taken over learns it at its next write.
-   */
+  /** Another node changed a task: a pass here stops once cancelled; one taken over learns it at its next write. */
   async changed (id: string): Promise<void> {
     if (!this.#runner.has(id)) return
     const stored = await this.#repository.stored(id)
     if (stored === undefined || TERMINAL.has(stored.status)) this.#runner.lose(id, 'the task was cancelled')
   }
 
-  /** The server closes: the passes it runs let go of their tasks, so the next reader recovers them. */
   close (): Promise<void> {
     return this.#runner.close()
   }

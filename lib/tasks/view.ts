@@ -1,8 +1,6 @@
-/** A task as `tasks/get`, a `tools/call` that made it and `notifications/tasks` show it. */
 import { setOwn, type JsonObject } from '../protocol/wire.js'
 import type { Task, TaskState } from './record.js'
 
-/** The `Task` fields of a task, with its questions, result or error by status. */
 export function detailed (task: Task): JsonObject {
   const { stored, state } = task
   const view = summary(task)
@@ -25,7 +23,6 @@ export function summary ({ stored, state }: Task): JsonObject {
   return view
 }
 
-/** The questions a task still waits on: those asked, less those answered. */
 function outstanding (state: TaskState): JsonObject {
   const open: JsonObject = {}
   for (const [key, request] of Object.entries(state.asked as JsonObject)) {

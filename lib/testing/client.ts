@@ -19,7 +19,6 @@ export type {
   TestClientOptions,
 } from './types.js'
 
-/** The most pages of `tools/list` that `listTools` follows. */
 const MAX_PAGES = 1_000
 
 const DEFAULTS: ClientDefaults = {
@@ -180,7 +179,6 @@ class Client implements TestClient<string> {
     }
   }
 
-  /** Answers the questions of an `input_required` result or task: one more round, within `maxRounds`. */
   async #answer (
     asking: JsonObject,
     answer: AnswerFunction,
@@ -200,7 +198,6 @@ class Client implements TestClient<string> {
     return inputResponses
   }
 
-  /** Follows the task a call became to its end: polled at its `pollIntervalMs`, its questions answered. */
   async #follow<R> (
     created: JsonObject,
     answer: AnswerFunction,

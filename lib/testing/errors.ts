@@ -27,7 +27,6 @@ export class McpClientError extends Error {
   }
 }
 
-/** The result of a reply, or the McpClientError it stands for. */
 export function resultOf (reply: ReadReply, rounds: Round[]): JsonObject {
   const message = reply.message
   if (isObject(message) && isObject(message.error)) {

@@ -8,7 +8,6 @@ import { headersOf, readReply, type RawReply, type ReadReply, type ServerRequest
 /** The 2025 wire carries no input key, so requests are named as mocapi names them by default. */
 const PREFIX: Record<string, string> = { 'elicitation/create': 'elicit', 'sampling/createMessage': 'sample', 'roots/list': 'roots' }
 
-/** The McpClientError a refused reply stands for; none on success. */
 function refusal (read: ReadReply, what: string, rounds: Round[]): McpClientError | undefined {
   if (read.status < 300) return undefined
   const error = isObject(read.message) && isObject(read.message.error) ? read.message.error : undefined
@@ -27,14 +26,10 @@ interface OpenRound {
 
 type Post = (message: object) => Promise<RawReply>
 
-/**
- * One call's event stream. A round is the requests that arrive before the client has sent every answer of the one
- * before: the server asks again only once it has them.
- */
+/** A round is the requests that arrive before the client has sent every answer of the one before. */
 class LegacyCall {
   readonly rounds: Round[] = []
   readonly notifications: Notification[] = []
-  /** HTTP requests: the call, and one per answer. */
   roundTrips = 1
   readonly #post: Post
   readonly #answer: AnswerFunction
@@ -130,7 +125,6 @@ export interface ClientDefaults {
   clientInfo: Implementation
 }
 
-/** A session with a 2025-era server, opened by the first request and kept for the client's lifetime. */
 export class LegacySession {
   readonly #transport: Transport
   readonly #options: TestClientOptions
@@ -154,7 +148,6 @@ export class LegacySession {
     this.#defaults = defaults
   }
 
-  /** Opens the session once; an opening that failed is tried again by the next request. */
   #open (): Promise<void> {
     this.#opened ??= this.#initialize().catch((error: unknown) => {
       this.#opened = undefined
@@ -180,7 +173,6 @@ export class LegacySession {
     if (error !== undefined) throw error
   }
 
-  /** The session's headers once it is open, then the token and the test's own, which win. */
   #headers (call: CallOptions, session: boolean): Record<string, string> {
     const base: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
     if (session) {
@@ -190,7 +182,6 @@ export class LegacySession {
     return headersOf(base, this.#options.token, this.#options.headers, call.headers)
   }
 
-  /** `answer` answers the server's requests on the call's stream; `label` names the call in errors. */
   async call<R> (
     method: string,
     params: JsonObject,

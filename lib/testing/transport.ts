@@ -7,13 +7,11 @@ export interface RawReply {
   contentType: string
   sessionId: string | undefined
   body: AsyncIterable<string> | Iterable<string>
-  /** Closes the connection, as a client that gives up on a reply does. */
   abort (): void
 }
 
 export type Transport = (headers: Record<string, string>, body: string) => Promise<RawReply>
 
-/** Each of `given` wins over what came before, whatever its case. */
 export function headersOf (
   base: Record<string, string>,
   token: string | undefined,
@@ -32,10 +30,7 @@ function sessionIdOf (headers: Record<string, unknown>): string | undefined {
   return typeof value === 'string' ? value : undefined
 }
 
-/**
- * Reads the reply as the app writes it (`payloadAsStream`, light-my-request 6.2 or later; older ones give it once
- * complete), so a test answers what a 2025-era call asks while its reply is open.
- */
+/** Reads the reply as it is written (light-my-request 6.2+), so a test answers a 2025-era call's questions. */
 export function injectTransport (app: FastifyInstance, path: string): Transport {
   return async (headers, body) => {
     const response = await app.inject({ method: 'POST', url: path, headers, payload: body, payloadAsStream: true })
@@ -54,10 +49,7 @@ export function injectTransport (app: FastifyInstance, path: string): Transport 
   }
 }
 
-/**
- * `node:http` rather than `fetch`, which drops a `host` header that tests of virtual hosts and the Host check set.
- * Redirects are not followed, and nothing asks for compression.
- */
+/** `node:http`, not `fetch`, which drops the `host` header that tests of virtual hosts and the Host check set. */
 export function httpTransport (url: URL): Transport {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
   return (headers, body) => new Promise((resolve, reject) => {
@@ -103,7 +95,6 @@ export class EventStreamParser {
     return messages
   }
 
-  /** Flushes a last event that lacked its blank line. */
   end (): unknown[] {
     return this.push('\n\n')
   }
@@ -116,7 +107,6 @@ export interface ReadReply {
   text: string
 }
 
-/** Sent by a 2025-era server on a reply's event stream: elicitation, sampling, roots, ping. */
 export interface ServerRequest {
   jsonrpc: '2.0'
   id: string | number
@@ -124,10 +114,7 @@ export interface ServerRequest {
   params?: Record<string, unknown>
 }
 
-/**
- * In an event stream a message without `id` is a notification; given `onRequest`, one with `id` and `method` is a
- * server request, passed on as it arrives; the rest is the response. JSON that does not parse reads as no message.
- */
+/** Notifications and (given `onRequest`) server requests are passed on as they arrive; bad JSON is no message. */
 export async function readReply (reply: RawReply, onNotification: (message: Record<string, unknown>) => void,
   onRequest?: (request: ServerRequest) => void): Promise<ReadReply> {
   let text = ''

@@ -11,15 +11,11 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 }
 
-/** An SSE event carrying one JSON-RPC message. */
 function event (message: object): string {
   return `event: message\ndata: ${JSON.stringify(message)}\n\n`
 }
 
-/**
- * The open replies of one registration. On close their signals abort at once, and what is still open after
- * `grace` ms is ended with an error.
- */
+/** On close the open replies' signals abort at once; what is still open after `grace` ms is ended with an error. */
 export class Lifecycle {
   #closing = false
   /** A doubly linked list: a Set churned once per request keeps dead requests alive (bench/README.md#churn). */
@@ -37,12 +33,10 @@ export class Lifecycle {
     return this.#closing
   }
 
-  /** Lets idle keep-alive connections go, once a reply sent while closing is out. */
   closeIdleConnections (): void {
     this.#closeIdleConnections()
   }
 
-  /** Adds an open reply; pass what it returns to {@link untrack} once the reply is done. */
   track (channel: ReplyChannel): OpenReply {
     const entry: OpenReply = { channel, prev: undefined, next: this.#head, tracked: true }
     if (this.#head !== undefined) this.#head.prev = entry
@@ -50,7 +44,6 @@ export class Lifecycle {
     return entry
   }
 
-  /** Takes a reply out of the open ones; a second call does nothing. */
   untrack (entry: OpenReply): void {
     if (!entry.tracked) return
     entry.tracked = false
@@ -69,7 +62,6 @@ export class Lifecycle {
     return list
   }
 
-  /** The server is closing: abort every open reply's signal, and end what outlives the grace period. */
   close (): void {
     this.#closing = true
     for (const channel of this.#openReplies()) channel.abort('the server is shutting down')
@@ -99,7 +91,6 @@ export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): Fastify
 /** Pipelined replies still waiting behind an earlier one, by socket: one 'close' listener tells them all. */
 const queued = new WeakMap<Socket, Set<ReplyChannel>>()
 
-/** Aborts `channel` when `socket` closes; the returned function forgets it. */
 function abortOnClose (socket: Socket, channel: ReplyChannel): () => void {
   let waiting = queued.get(socket)
   if (waiting === undefined) {
@@ -121,21 +112,16 @@ export interface ChannelSettings {
   maxBufferedBytes: number
 }
 
-/**
- * The reply of one MCP request: plain JSON unless the handler emits a notification, which turns it into an event
- * stream whose last event is the response. A client that stops reading is cut off past `maxBufferedBytes`.
- */
+/** Plain JSON until the handler emits a notification, which makes it an event stream ending with the response. */
 export class ReplyChannel implements NotificationStream {
   readonly #reply: FastifyReply
   readonly #lifecycle: Lifecycle
   readonly #limits: ChannelSettings
   readonly #log: FastifyBaseLogger
-  /** The id of the request, or null for a batch's reply. */
   readonly #id: RequestId | null
   #streaming = false
   #finished = false
   #controller: AbortController | undefined
-  /** Why the signal is aborted, while no one has read it yet. */
   #abortedFor: string | undefined
   readonly #entry: OpenReply
 
@@ -162,14 +148,12 @@ export class ReplyChannel implements NotificationStream {
     })
   }
 
-  /** True when the client closed the connection before the response was complete. */
   get closed (): boolean {
     const raw = this.#reply.raw
     if (raw.destroyed) return !raw.writableFinished
     return raw.socket === null && this.#reply.request.raw.socket.destroyed
   }
 
-  /** Aborted when the client goes away before the response is complete, or the server shuts down. */
   get signal (): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController()
@@ -214,7 +198,6 @@ export class ReplyChannel implements NotificationStream {
     this.#reply.raw.writeHead(200, headers).flushHeaders()
   }
 
-  /** Ends an event stream that has no final message (a 2025-era GET stream, which ends once). */
   end (): void {
     this.#finished = true
     this.#lifecycle.untrack(this.#entry)
@@ -223,7 +206,6 @@ export class ReplyChannel implements NotificationStream {
     else raw.end()
   }
 
-  /** Ends a stream whose client does not read, rather than buffer for it without bound. */
   #cutOff (buffered: number): void {
     this.#finished = true
     this.#log.warn({ mcp: { bufferedBytes: buffered, limit: this.#limits.maxBufferedBytes } },
@@ -232,7 +214,6 @@ export class ReplyChannel implements NotificationStream {
     this.#reply.raw.destroy()
   }
 
-  /** Sends the final message as the JSON body or the last event; a batch's array is one body, or one event each. */
   finish (message: object, statusCode: number): FastifyReply | undefined {
     if (this.#finished) return undefined
     this.#finished = true

@@ -7,12 +7,10 @@ import type { JsonObject } from '../protocol/wire.js'
 import type { CallWatch } from './observers.js'
 import type { ReplyChannel } from './channel.js'
 
-/** What an era made of a request: its context, its reply channel, and how the route tells the era it ended. */
 export interface Prepared {
   readonly ctx: McpContext
   readonly channel: ReplyChannel
   readonly era: Era
-  /** The session an `initialize` opened, sent back in `Mcp-Session-Id`. */
   readonly sessionId: string | undefined
   readonly untrack: () => void
   watch: CallWatch
@@ -30,7 +28,6 @@ export interface Era {
   error (call: Prepared, error: McpError): McpError
 }
 
-/** The 2025 era's transport: besides its calls, batches (2025-03-26) and a session's GET stream. */
 export interface LegacyEra extends Era {
   batch (request: FastifyRequest, reply: FastifyReply, body: unknown[], respond: Respond): Promise<void>
   stream (request: FastifyRequest, reply: FastifyReply): void

@@ -1,10 +1,8 @@
-/** Host names and addresses: which a request may name, and which connections arrive on loopback. */
 import type { FastifyRequest } from 'fastify'
 import { invalidRequest } from '../errors.js'
 
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
 
-/** The host name of a `Host` header, lower-cased, without its port. */
 export function hostnameOf (hostHeader: string | undefined): string {
   if (hostHeader === undefined) return ''
   const host = hostHeader.toLowerCase()

@@ -20,7 +20,6 @@ const WELL_KNOWN = '/.well-known/oauth-protected-resource'
 
 const KNOWN = new Set(['resource', 'authorizationServers', 'scopesSupported', 'bearerMethodsSupported', 'resourceName', 'resourceDocumentation'])
 
-/** Validates the `protectedResource` option at registration. */
 export function resolveProtectedResource (value: unknown): ProtectedResourceOptions | undefined {
   if (value === undefined) return undefined
   const options = plainObject(value, 'protectedResource')
@@ -36,10 +35,7 @@ export function resolveProtectedResource (value: unknown): ProtectedResourceOpti
   return options as unknown as ProtectedResourceOptions
 }
 
-/**
- * Serves RFC 9728 metadata (under `config.mcpPublic`, for app-wide auth hooks) and points 401s at it. With no
- * `resource` set, only a known Host derives it: a forged Host must not become what a client authorizes for.
- */
+/** With no `resource` set, only a known Host derives it: a forged Host must not become what a client authorizes for. */
 export class ProtectedResource {
   readonly #options: ProtectedResourceOptions
   readonly #path: string
@@ -60,7 +56,6 @@ export class ProtectedResource {
     this.#declared = declared
   }
 
-  /** The configured resource URL, else the endpoint as reached when its host is known, else undefined. */
   resource (request: FastifyRequest): string | undefined {
     if (this.#options.resource !== undefined) return this.#options.resource
     if (!isKnownHost(hostnameOf(request.host), this.#allowedHosts)) return undefined
@@ -81,7 +76,6 @@ export class ProtectedResource {
     return body
   }
 
-  /** The URL of the metadata, when the resource URL is known. */
   metadataUrl (request: FastifyRequest): string | undefined {
     const resource = this.resource(request)
     if (resource === undefined) return undefined
@@ -89,7 +83,6 @@ export class ProtectedResource {
     return `${url.origin}${WELL_KNOWN}${url.pathname === '/' ? '' : url.pathname}`
   }
 
-  /** Adds `resource_metadata` to the `WWW-Authenticate` challenge of a 401 reply, when the resource URL is known. */
   challenge (request: FastifyRequest, reply: FastifyReply): void {
     const metadata = this.metadataUrl(request)
     if (metadata === undefined) return

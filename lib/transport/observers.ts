@@ -1,9 +1,7 @@
-/** Call observers (the log line, tracing): each sees a call begin, once its context is made, and end. */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { McpContext } from '../context.js'
 import { noop } from '../check.js'
 
-/** How a call ended: its result, an `isError` tool result, or a JSON-RPC error with its code. */
 export interface CallEnd {
   outcome: 'complete' | 'input_required' | 'tool_error' | 'error'
   /** The round the call ran (1 for a first call); 0 for a method that takes no rounds. */
@@ -13,7 +11,6 @@ export interface CallEnd {
 }
 
 export interface CallWatch {
-  /** Told how the call ended, once its reply is written. */
   ended (end: CallEnd, reply: FastifyReply): void
   /** Runs the dispatch in the observer's scope (tracing: the call's span, so the handler's spans nest in it). */
   within?<T> (dispatch: () => T): T
@@ -23,13 +20,11 @@ export interface CallObserver {
   begin (request: FastifyRequest, ctx: McpContext): CallWatch
 }
 
-/** Whether a logger writes info lines (Fastify's logger: false has no levels). */
 function infoEnabled (log: FastifyRequest['log']): boolean {
   const enabled = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled
   return typeof enabled === 'function' && enabled.call(log, 'info')
 }
 
-/** The target a call names, short enough for a log line. */
 function targetOf (ctx: McpContext): string | undefined {
   const target = ctx.params.name ?? ctx.params.uri
   return typeof target === 'string' ? target.slice(0, 200) : undefined

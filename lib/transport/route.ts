@@ -1,7 +1,4 @@
-/**
- * The MCP endpoint, in a context of its own so its error handler applies to it alone: onRequest checks Origin and
- * Host, preHandler reads the message into its era's call, handler dispatches, and errors become JSON-RPC errors.
- */
+// The MCP endpoint, in a context of its own so its error handler applies to it alone.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ScopeChallenge } from '../features/scopes.js'
 import type { McpContext } from '../context.js'
@@ -19,10 +16,8 @@ import { checkOrigin } from './hosts.js'
 import { kCallState, kPrepared } from '../symbols.js'
 import type { ProtectedResource } from './oauth.js'
 
-/**
- * fast-jwt codes for a token that fails verification: the token is at fault, so 401, though `@fastify/jwt` gives
- * some no status. Bad options, keys and signing are the server's own failures, left out (500, logged).
- */
+// fast-jwt codes for a token that fails verification: 401, though `@fastify/jwt` gives some no status. Bad options,
+// keys and signing are the server's own failures (500, logged).
 const TOKEN_FAILURES: ReadonlySet<unknown> = new Set([
   'FAST_JWT_INACTIVE',
   'FAST_JWT_EXPIRED',
@@ -58,10 +53,8 @@ interface RouteParts {
   allowedOrigins: readonly string[] | undefined
   allowedHosts: ReadonlySet<string>
   supportedVersions: readonly string[]
-  /** Told of each call's beginning and end: the log line, tracing. */
   observer: CallObserver
   modern: Era
-  /** Undefined when the app serves 2026-07-28 only. */
   legacy: LegacyEra | undefined
   lifecycle: Lifecycle
   protectedResource: ProtectedResource | undefined
@@ -94,7 +87,6 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
     set: (request: FastifyRequest, call: Prepared): void => { (request as unknown as Holder)[kPrepared] = call },
   }
 
-  /** The era that serves a message; a 2025-era one when the app serves 2026-07-28 only is refused. */
   function eraOf (request: FastifyRequest, message: Message): Era {
     if (!isLegacy(message, request.headers, parts.supportedVersions)) return modern
     if (legacy !== undefined) return legacy
@@ -149,7 +141,6 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
     return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: completed(call, result, reply) }, 200)
   }
 
-  /** A call of a batch, run as `handler` runs a single one; its response goes into the batch's reply. */
   async function respond (call: Prepared, request: FastifyRequest, reply: FastifyReply): Promise<object> {
     call.watch = observer.begin(request, call.ctx)
     let result: JsonObject
@@ -184,7 +175,6 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
     return sendClosing(reply, lifecycle).code(mcpError.statusCode).send(payload)
   }
 
-  /** An error as the client of its call reads it, logged as it deserves; the call, if any, is over. */
   function errorOf (error: unknown, request: FastifyRequest, reply: FastifyReply, call?: Prepared): McpError {
     let mcpError = toMcpError(error)
     const method = call?.ctx.method
@@ -205,7 +195,6 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
     return mcpError
   }
 
-  /** GET: a 2025-era session's stream of changes; without a session, or serving 2026-07-28 only, 405. */
   async function get (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     if (legacy === undefined || header(request.headers, 'mcp-session-id') === undefined) return notAllowed(reply)
     legacy.stream(request, reply)

@@ -1,7 +1,4 @@
-/**
- * OpenTelemetry for calls by the MCP semantic conventions: a SERVER span parented on `params._meta`'s trace context
- * (the HTTP span, which mocapi never makes, is linked) and the `mcp.server.operation.duration` histogram.
- */
+// By the MCP semantic conventions: the span's parent is `params._meta`'s trace context; the HTTP span is linked.
 import type * as Otel from '@opentelemetry/api'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { McpContext } from '../context.js'
@@ -13,12 +10,10 @@ import { UNWATCHED, type CallEnd, type CallObserver } from './observers.js'
 
 type Api = typeof Otel
 
-/** Imports `@opentelemetry/api`; rejects with `ERR_MODULE_NOT_FOUND` when the app has not installed it. */
 type ApiLoader = () => Promise<Api>
 
 const importApi: ApiLoader = () => import('@opentelemetry/api')
 
-/** The conventions' advice for the duration histogram, in seconds. */
 export const DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
 
 /** Error codes that say the client asked for something the server could not serve: not errors of the server. */
@@ -44,14 +39,12 @@ const metaGetter: Otel.TextMapGetter<Record<string, unknown>> = {
   },
 }
 
-/** A string cut to `length`, without leaving half a surrogate pair at the end. */
 function bounded (value: string, length: number): string {
   if (value.length <= length) return value
   const cut = value.slice(0, length)
   return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
 }
 
-/** The tool or prompt a call names, for the `gen_ai.*` attributes. */
 function toolOrPromptName (ctx: McpContext): string | undefined {
   if (ctx.method !== 'tools/call' && ctx.method !== 'prompts/get') return undefined
   const name = ctx.params.name
@@ -79,7 +72,6 @@ function spanAttributes (ctx: McpContext, method: string, target: string | undef
   return attributes
 }
 
-/** `error.type` by the conventions: none for the client's mistakes. */
 function errorTypeOf (end: CallEnd): string | undefined {
   if (end.outcome === 'tool_error') return 'tool_error'
   if (end.outcome === 'error' && !CLIENT_MISTAKES.has(end.code as number)) return String(end.code)
@@ -114,7 +106,6 @@ function ambientOf (api: Api, request: FastifyRequest): Otel.Context {
   return api.context.active()
 }
 
-/** The context the client sent in `_meta`, else the ambient one (also when a propagator throws). */
 function parentOf (api: Api, ambient: Otel.Context, meta: unknown): Otel.Context {
   if (!isPlainObject(meta)) return ambient
   try {
@@ -124,7 +115,6 @@ function parentOf (api: Api, ambient: Otel.Context, meta: unknown): Otel.Context
   }
 }
 
-/** A link to the ambient span, when the call's parent came from `_meta` and is another span. */
 function linksOf (api: Api, ambient: Otel.Context, parent: Otel.Context): Otel.Link[] | undefined {
   if (parent === ambient) return undefined
   const transport = api.trace.getSpanContext(ambient)
@@ -132,13 +122,11 @@ function linksOf (api: Api, ambient: Otel.Context, parent: Otel.Context): Otel.L
   return api.trace.getSpanContext(parent)?.spanId === transport.spanId ? undefined : [{ context: transport }]
 }
 
-/** Runs a dispatch in the call's span, so the handler's spans nest in it and it sees the baggage `_meta` brought. */
 function scoped (api: Api, parent: Otel.Context, span: Otel.Span): <T>(dispatch: () => T) => T {
   const scope = api.trace.setSpan(parent, span)
   return (dispatch) => api.context.with(scope, dispatch)
 }
 
-/** The tracing observer over a loaded API; the tracer and the histogram are got now, when the plugin registers. */
 export function callTracer (api: Api): CallObserver {
   const tracer = api.trace.getTracer('mocapi', MOCAPI_VERSION)
   const duration = api.metrics.getMeter('mocapi', MOCAPI_VERSION).createHistogram('mcp.server.operation.duration', {
