@@ -62,7 +62,7 @@ export interface Delivery {
   readonly budget?: { readonly bytes: number, tooLarge (requests: number): string }
 }
 
-export function follow (controller: AbortController, signal: AbortSignal): () => void {
+function follow (controller: AbortController, signal: AbortSignal): () => void {
   const abort = (): void => { controller.abort(signal.reason) }
   if (signal.aborted) abort()
   else signal.addEventListener('abort', abort, { once: true })

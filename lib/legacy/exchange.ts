@@ -63,7 +63,7 @@ function isForwarded (message: unknown): message is Forwarded {
     typeof asker.session === 'string' && (asker.principal === null || typeof asker.principal === 'string')
 }
 
-export interface Link {
+interface Link {
   readonly routed: boolean
   send (node: string, message: object): Promise<boolean>
 }
