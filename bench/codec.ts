@@ -37,7 +37,7 @@ const payload: RequestStatePayload = {
   originalParams: originalParamsOf(params),
   ledger: answers.map(({ key, question, r }) => ({
     k: key,
-    f: fingerprint(new FormQuestion(question, requestedSchema().string(key)), forms),
+    f: fingerprint(new FormQuestion(question, requestedSchema().string(key), forms)),
     r,
   })),
   issuedAt: Date.now(),

@@ -153,8 +153,8 @@ function fingerprintCost (): void {
   const schema = requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business'])
   const json = schemaJson(schema)
   const text = 'Book a flight to Lisbon?'
-  const both = time(() => { digest('elicit', json); fingerprint(new FormQuestion(text, schema), forms) }, 20_000)
-  const hoisted = time(() => { fingerprint(new FormQuestion(text, schema), forms) }, 20_000)
+  const both = time(() => { digest('elicit', json); fingerprint(new FormQuestion(text, schema, forms)) }, 20_000)
+  const hoisted = time(() => { fingerprint(new FormQuestion(text, schema, forms)) }, 20_000)
   console.log(`fingerprinting one question (SHA-256 of the schema's JSON text and of the message): ${both.toFixed(2)} µs; ` +
     `with the schema's digest already made (its builder hoisted): ${hoisted.toFixed(2)} µs, ` +
     `so a one-question flow, which asks twice, spends ${(2 * hoisted).toFixed(2)} to ${(2 * both).toFixed(2)} µs on fingerprints`)
@@ -174,7 +174,7 @@ async function tracingCost (): Promise<void> {
   const stream = { signal: new AbortController().signal, notify: () => true }
   const ctx = new McpContext(new CallState(request as never, { id: 1, method: 'tools/call', params: { name: 'add', arguments: {} } },
     { protocolVersion: '2026-07-28', capabilities: {}, info: undefined, logLevel: undefined }, { value: null, state: 'anonymous' },
-    stream as never, undefined as never))
+    stream as never, undefined as never, forms))
   const reply = { elapsedTime: 1 }
   const us = time(() => { observer.begin(request as never, ctx).ended({ outcome: 'complete', round: 1 }, reply as never) }, 100_000)
   console.log(`the OpenTelemetry observer with no SDK registered: ${us.toFixed(2)} µs per call (a call begun and ended: with nothing registered it makes no span)`)

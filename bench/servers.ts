@@ -25,7 +25,7 @@ const forms = new FormAnswers(new SchemaCompiler())
 
 // The same key on every run, so tokens made by one server process open in another.
 export const KEY = createHash('sha256').update('mocapi bench key').digest('base64')
-const bookQuestion = new FormQuestion('Book a flight to Lisbon?', requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))
+const bookQuestion = new FormQuestion('Book a flight to Lisbon?', requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']), forms)
 const [kind, portText] = process.argv.slice(2)
 
 const app = Fastify({ logger: false })
@@ -59,7 +59,7 @@ if (kind === 'mocapi') {
         codec.encode({
           method: body.method,
           originalParams: { name: body.params.name, arguments: body.params.arguments },
-          ledger: [{ k: 'elicit-1', f: fingerprint(bookQuestion, forms) }],
+          ledger: [{ k: 'elicit-1', f: fingerprint(bookQuestion) }],
           principal: null,
           round: 1,
         })

@@ -1,5 +1,6 @@
 // The call record, and the two ports a handler's pass talks to: its delivery, and the pass that answers its asks.
 import type { FastifyRequest } from 'fastify'
+import type { FormAnswers } from './elicitation/answers.js'
 import type { Question } from './elicitation/questions.js'
 import type { ClientCapabilities, ClientState, InputRequest, InputRequiredResult, JsonObject, RequestId } from './protocol/wire.js'
 
@@ -85,6 +86,8 @@ export class CallState {
   readonly params: JsonObject
   readonly client: ClientState
   readonly principal: Principal
+  /** The registration's forms, which a question finds its schema's form in. */
+  readonly forms: FormAnswers
   stream: NotificationStream
   delivery: Delivery
   /** What `ctx.detach()` calls: set on a task-capable call from a client with the tasks extension. */
@@ -107,8 +110,10 @@ export class CallState {
     client: ClientState,
     principal: Principal,
     stream: NotificationStream,
-    delivery: Delivery
+    delivery: Delivery,
+    forms: FormAnswers
   ) {
+    this.forms = forms
     this.request = request
     this.id = message.id
     this.method = message.method

@@ -152,7 +152,8 @@ export class McpContext {
     options?: O
   ): Promise<OrUnavailable<ElicitAnswer<T>, O>> {
     if (typeof message !== 'string') return Promise.reject(new InvalidArgumentError(`ctx.elicit() needs a message string, got ${typeof message}`))
-    return this.#ask(new FormQuestion(message, schema), options) as Promise<OrUnavailable<ElicitAnswer<T>, O>>
+    const question = new FormQuestion(message, schema, this[kCallState].forms)
+    return this.#ask(question, options) as Promise<OrUnavailable<ElicitAnswer<T>, O>>
   }
 
   /**

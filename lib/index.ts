@@ -70,7 +70,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
   const forms = new FormAnswers(compiler)
   const exchange = new Exchange(bus, fastify.log, options.answerTimeout, ACK_TIMEOUT_MS, options.limits)
-  const engine = new ReplayEngine(options.maxRounds, forms, options.bodyLimit)
+  const engine = new ReplayEngine(options.maxRounds, options.bodyLimit)
   const handlers = new Handlers(engine, options.exposeErrors)
   const scopes = new Scopes(options.scopes)
   const resourceSettings = { cache: options.cache.resources, maxUriLength: options.limits.uriLength }
@@ -159,6 +159,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
       },
     }, features),
     delivery: new TokenDelivery(codec),
+    forms,
     serverInfo: options.serverInfo,
     supportedVersions: options.supportedVersions,
   })
@@ -176,6 +177,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
       hub,
       exchange,
       delivery: new StreamDelivery(exchange),
+      forms,
       subscriptions,
       batchSize: options.limits.batchSize,
     })

@@ -22,14 +22,14 @@ export type QuestionKind = 'elicit' | 'elicitUrl' | 'sample' | 'roots'
 export interface Question {
   readonly kind: QuestionKind
   readonly prefix: KeyPrefix
-  /** The digest of the schema, URL or sampling params; `forms` caches a registration's schemas. */
-  shapeOf (forms: FormAnswers): string
+  /** The digest of the schema, URL or sampling params. */
+  shapeOf (): string
   readonly text: string
   /** About its characters as sent, which the round's budget bounds. */
   readonly size: number
   missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined
-  build (forms: FormAnswers): InputRequest
-  check (value: unknown, forms: FormAnswers): Checked
+  build (): InputRequest
+  check (value: unknown): Checked
 }
 
 export class FormQuestion implements Question {
@@ -37,20 +37,23 @@ export class FormQuestion implements Question {
   readonly prefix = 'elicit'
   readonly text: string
   readonly #schema: RequestedSchemaBuilder<object>
+  readonly #forms: FormAnswers
   #form: Form | undefined
 
-  constructor (message: string, schema: RequestedSchemaBuilder<object>) {
+  /** `forms`: the registration's, which finds the schema's form (digested, rendered, compiled) once. */
+  constructor (message: string, schema: RequestedSchemaBuilder<object>, forms: FormAnswers) {
     this.text = message
     this.#schema = schema
+    this.#forms = forms
   }
 
-  #formIn (forms: FormAnswers): Form {
-    this.#form ??= forms.of(this.#schema)
+  get #formOf (): Form {
+    this.#form ??= this.#forms.of(this.#schema)
     return this.#form
   }
 
-  shapeOf (forms: FormAnswers): string {
-    return this.#formIn(forms).shape
+  shapeOf (): string {
+    return this.#formOf.shape
   }
 
   get size (): number {
@@ -64,13 +67,13 @@ export class FormQuestion implements Question {
     return undefined
   }
 
-  build (forms: FormAnswers): InputRequest {
-    const requestedSchema = this.#formIn(forms).schema as unknown as JsonObject
+  build (): InputRequest {
+    const requestedSchema = this.#formOf.schema as unknown as JsonObject
     return { method: 'elicitation/create', params: { mode: 'form', message: this.text, requestedSchema } }
   }
 
-  check (value: unknown, forms: FormAnswers): Checked {
-    return forms.check(this.#formIn(forms), value)
+  check (value: unknown): Checked {
+    return this.#forms.check(this.#formOf, value)
   }
 }
 
@@ -160,11 +163,12 @@ export const ROOTS_QUESTION: Question = Object.freeze({
   check: (value: unknown) => checkRootsAnswer(value),
 })
 
-export function questionFor (request: InputRequest): Question {
+/** The question a sent request asked, rebuilt from it: what an answer arriving through a task is checked against. */
+export function questionFor (request: InputRequest, forms: FormAnswers): Question {
   const params = request.params as JsonObject
   if (request.method === 'sampling/createMessage') return new SamplingQuestion(params)
   if (request.method === 'roots/list') return ROOTS_QUESTION
   if (params.mode === 'url') return new UrlQuestion(params.message as string, params.url as string)
   const schema = { schema: params.requestedSchema } as unknown as RequestedSchemaBuilder<object>
-  return new FormQuestion(params.message as string, schema)
+  return new FormQuestion(params.message as string, schema, forms)
 }

@@ -17,6 +17,7 @@ import { UNWATCHED } from '../transport/observers.js'
 import { ReplyChannel, type ChannelSettings, type Lifecycle } from '../transport/channel.js'
 import type { LegacyEra, Prepared, Respond } from '../transport/era.js'
 import { principalOf } from '../transport/principal.js'
+import type { FormAnswers } from '../elicitation/answers.js'
 
 function sessionNotFound (): McpError {
   return new McpError(ErrorCode.InvalidRequest, 'Session not found: it expired, was not issued by this server, or belongs to another caller; start a new session with initialize', { statusCode: 404 })
@@ -74,6 +75,7 @@ interface LegacyParts {
   hub: SessionHub
   exchange: Exchange
   delivery: StreamDelivery
+  forms: FormAnswers
   subscriptions: Subscriptions
   lifecycle: Lifecycle
   limits: ChannelSettings
@@ -93,6 +95,7 @@ export class LegacyTransport implements LegacyEra {
   readonly #batchSize: number
   readonly #principal: ((request: FastifyRequest) => unknown) | undefined
   readonly #delivery: StreamDelivery
+  readonly #forms: FormAnswers
   readonly #elicitation: ElicitationPolicy
 
   constructor (parts: LegacyParts) {
@@ -107,6 +110,7 @@ export class LegacyTransport implements LegacyEra {
     this.#batchSize = parts.batchSize
     this.#principal = parts.principal
     this.#delivery = parts.delivery
+    this.#forms = parts.forms
   }
 
   #session (request: FastifyRequest, principal: Principal, headerVersion: string | undefined): Session | undefined {
@@ -216,7 +220,7 @@ export class LegacyTransport implements LegacyEra {
 
   #member (request: FastifyRequest, message: Message & { kind: 'request' }, client: ClientState, principal: Principal, channel: ReplyChannel): Prepared {
     const stream = new BatchStream(channel)
-    const ctx = new McpContext(new CallState(request, message, client, principal, stream, this.#delivery))
+    const ctx = new McpContext(new CallState(request, message, client, principal, stream, this.#delivery, this.#forms))
     const forget = client.session === undefined
       ? noop
       : this.#hub.addRequest(client.session, ctx.id, () => stream.abort('the client cancelled the request'))
@@ -230,7 +234,7 @@ export class LegacyTransport implements LegacyEra {
   #call (request: FastifyRequest, reply: FastifyReply, message: Message & { kind: 'request' }, client: ClientState, principal: Principal,
     sessionId: string | undefined): Prepared {
     const channel = new ReplyChannel(reply, message.id, this.#lifecycle, this.#limits, request.log)
-    const ctx = new McpContext(new CallState(request, message, client, principal, channel, this.#delivery))
+    const ctx = new McpContext(new CallState(request, message, client, principal, channel, this.#delivery, this.#forms))
     const untrack = client.session === undefined
       ? noop
       : this.#hub.addRequest(client.session, ctx.id, () => channel.abort('the client cancelled the request'))
@@ -266,7 +270,7 @@ export class LegacyTransport implements LegacyEra {
     const accept = header(request.headers, 'accept') ?? ''
     if (!accept.includes('text/event-stream')) throw invalidRequest('A GET stream needs Accept: text/event-stream', 406)
     const ctx = new McpContext(new CallState(request, { id: 0, method: 'GET', params: {} },
-      this.#client(session.version, session), principal, channel, this.#delivery))
+      this.#client(session.version, session), principal, channel, this.#delivery, this.#forms))
     const { listener, ended } = this.#subscriptions.stream(ctx, { lists: new Set(['tools', 'prompts', 'resources']), uris: new Set() }, (event) => event.kind === 'resource'
       ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } }
       : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind] }, channel)

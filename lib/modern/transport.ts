@@ -15,10 +15,12 @@ import { ReplyChannel, type ChannelSettings, type Lifecycle } from '../transport
 import type { Prepared, Era } from '../transport/era.js'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { principalOf } from '../transport/principal.js'
+import type { FormAnswers } from '../elicitation/answers.js'
 
 interface ModernParts {
   dispatcher: Dispatcher<McpContext>
   delivery: Delivery
+  forms: FormAnswers
   lifecycle: Lifecycle
   limits: ChannelSettings
   serverInfo: Implementation
@@ -61,7 +63,8 @@ export class ModernTransport implements Era {
       logLevel: meta[META_LOG_LEVEL],
     })
     const channel = new ReplyChannel(reply, message.id, parts.lifecycle, parts.limits, request.log)
-    const call = new CallState(request, message, client, principalOf(request, parts.principal), channel, parts.delivery)
+    const principal = principalOf(request, parts.principal)
+    const call = new CallState(request, message, client, principal, channel, parts.delivery, parts.forms)
     return {
       ctx: new McpContext(call),
       channel,

@@ -1,5 +1,4 @@
 import type { Asked, CallState, Delivery } from '../call.js'
-import type { FormAnswers } from '../elicitation/answers.js'
 import { ErrorCode, McpError, invalidParams, unboundPrincipal } from '../errors.js'
 import type { InputRequiredResult } from '../protocol/wire.js'
 import { ReplayPass } from './pass.js'
@@ -9,13 +8,11 @@ export type Outcome<T> = { complete: T } | InputRequiredResult | { parked: Asked
 /** Replays a handler from the top on each pass (docs/decisions/0001-elicitation-by-replay.md). */
 export class ReplayEngine {
   readonly #maxRounds: number
-  readonly #forms: FormAnswers
   /** Characters the requests of one round may take as sent (bodyLimit), whatever the delivery. */
   readonly #size: number
 
-  constructor (maxRounds: number, forms: FormAnswers, size: number) {
+  constructor (maxRounds: number, size: number) {
     this.#maxRounds = maxRounds
-    this.#forms = forms
     this.#size = size
   }
 
@@ -29,7 +26,7 @@ export class ReplayEngine {
     for (;;) {
       // A client gone before the handler began aborted before anyone listened: a handler awaiting the abort would hang.
       if (call.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(call.stream.signal.reason as Error).message}`)
-      const pass = new ReplayPass(ledger, responses, this.#forms, { size: this.#size, delivery: this.#budgetOf(call) })
+      const pass = new ReplayPass(ledger, responses, { size: this.#size, delivery: this.#budgetOf(call) })
       call.enter(pass, round + 1)
       const outcome = await pass.run(fn)
       const log = call.request.log

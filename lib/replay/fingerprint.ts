@@ -1,13 +1,12 @@
 /** Kept in the ledger so a replay notices a changed question; shape and text digested apart to say which changed. */
 import { DIGEST_LENGTH, digest } from '../seal/digest.js'
-import type { FormAnswers } from '../elicitation/answers.js'
 import type { Question, QuestionKind } from '../elicitation/questions.js'
 
 const KIND_MARK: Record<QuestionKind, string> = { elicit: 'e', elicitUrl: 'u', sample: 's', roots: 'r' }
 
 /** Kind mark ‖ shape digest ‖ text digest: {@link differingPart} reads these positions. */
-export function fingerprint (question: Question, forms: FormAnswers): string {
-  return KIND_MARK[question.kind] + question.shapeOf(forms) + digest('text', question.text)
+export function fingerprint (question: Question): string {
+  return KIND_MARK[question.kind] + question.shapeOf() + digest('text', question.text)
 }
 
 export function differingPart (kept: string, asked: string, kind: QuestionKind): 'kind' | 'schema' | 'url' | 'params' | 'message' | undefined {

@@ -1,5 +1,4 @@
 import type { AskTarget, Delivery, LedgerEntry } from '../call.js'
-import type { FormAnswers } from '../elicitation/answers.js'
 import { defaultKey, type Question } from '../elicitation/questions.js'
 import { noop } from '../check.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
@@ -40,7 +39,6 @@ interface RoundBudget {
 export class ReplayPass implements AskTarget {
   readonly #ledger: LedgerEntry[]
   readonly #responses: JsonObject | undefined
-  readonly #forms: FormAnswers
   readonly #budget: RoundBudget
   #keys: Set<string> | undefined
   #ordinal = 0
@@ -53,10 +51,9 @@ export class ReplayPass implements AskTarget {
   #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
   #reject: ((error: unknown) => void) | undefined
 
-  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, forms: FormAnswers, budget: RoundBudget) {
+  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, budget: RoundBudget) {
     this.#ledger = ledger
     this.#responses = responses
-    this.#forms = forms
     this.#budget = budget
   }
 
@@ -117,7 +114,7 @@ export class ReplayPass implements AskTarget {
     keys.add(key)
 
     const slot = ledger[ordinal] as LedgerEntry | undefined
-    const print = fingerprint(question, this.#forms)
+    const print = fingerprint(question)
     if (slot !== undefined) {
       if (slot.k !== key) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1, 'key'))
       const part = differingPart(slot.f, print, question.kind)
@@ -127,7 +124,7 @@ export class ReplayPass implements AskTarget {
     const responses = this.#responses
     const incoming = responses !== undefined && Object.hasOwn(responses, key) ? responses[key] : undefined
     if (incoming !== undefined) {
-      const checked = question.check(incoming, this.#forms)
+      const checked = question.check(incoming)
       if (!checked.ok) return this.#fail(invalidParams(`inputResponses.${key}: ${checked.message}`))
       ledger[ordinal] = { k: key, f: print, r: checked.value }
       return Promise.resolve(checked.value)
@@ -156,8 +153,8 @@ export class ReplayPass implements AskTarget {
       setImmediate(() => this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
     }
     // Assignment would take `__proto__` for the prototype.
-    if (key === '__proto__') setOwn(this.#pending, key, question.build(this.#forms))
-    else this.#pending[key] = question.build(this.#forms)
+    if (key === '__proto__') setOwn(this.#pending, key, question.build())
+    else this.#pending[key] = question.build()
     return this.#yielded as Promise<never>
   }
 

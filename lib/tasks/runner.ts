@@ -10,6 +10,7 @@ import type { TaskRepository } from './repository.js'
 import { Running } from './running.js'
 import { TaskDelivery } from './task-delivery.js'
 import type { TaskStatus } from './store.js'
+import type { FormAnswers } from '../elicitation/answers.js'
 
 /** The questions are an MRTR round's, before the call detached. */
 export type PassEnd = CallToolResult | InputRequiredResult | Extract<Outcome<unknown>, { parked: unknown }>
@@ -19,6 +20,7 @@ type PassRunner = (ctx: McpContext) => Promise<PassEnd>
 interface RunnerParts {
   repository: TaskRepository
   run: PassRunner
+  forms: FormAnswers
   lease: number
   resultLength: number
   log: FastifyBaseLogger
@@ -50,7 +52,8 @@ export class TaskRunner {
     // A task is never made for an unbound caller.
     const principal = { value: state.principal, state: state.principal === null ? 'anonymous' as const : 'bound' as const }
     const message = { id: state.callId, method: 'tools/call', params: state.params }
-    const call = new CallState(request, message, client, principal, running.stream, this.delivery(running))
+    const delivery = this.delivery(running)
+    const call = new CallState(request, message, client, principal, running.stream, delivery, this.#parts.forms)
     this.follow(running, this.#parts.run(new McpContext(call)))
   }
 

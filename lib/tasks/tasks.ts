@@ -45,6 +45,7 @@ export class Tasks {
     this.#runner = new TaskRunner({
       repository: this.#repository,
       run: (ctx) => parts.tools.resume(ctx),
+      forms: parts.forms,
       lease: parts.lease,
       resultLength: parts.resultLength,
       log: parts.log,
@@ -130,7 +131,7 @@ export class Tasks {
       for (const key of Object.keys(responses)) {
         if (!Object.hasOwn(asked, key) || Object.hasOwn(answers, key)) continue
         // Refused here, as a round refuses it, so a wrong answer leaves the task waiting rather than failing it.
-        const checked = questionFor(asked[key]).check(responses[key], this.#forms)
+        const checked = questionFor(asked[key], this.#forms).check(responses[key])
         if (!checked.ok) throw invalidParams(`inputResponses.${key}: ${checked.message}`)
         setOwn(answers, key, responses[key])
         changed = true
