@@ -1,8 +1,8 @@
 // Token v2 = base64url(kind(1) ‖ keyId(4) ‖ salt(16) ‖ nonce(12) ‖ ciphertext ‖ tag(16)), sealed by AES-256-GCM
-// under HMAC-SHA256(ring key, kind ‖ keyId ‖ salt) with AAD kind ‖ keyId: no key seals twice, so the GCM nonce bound
-// per key is never approached (docs/deploy.md#key-lifetime). The kind byte keeps one kind of token from passing for
-// another; key ids make rotation work (the first key seals, all open). v1 (no salt, under the ring key) still opens,
-// and seals with `tokenVersion: 1` for rolling upgrades.
+// under HMAC-SHA256(ring key, kind ‖ keyId ‖ salt) with AAD kind ‖ keyId. A sealer draws a salt per epoch of at most
+// 2^24 seals under random nonces, far inside GCM's 2^32 per key (docs/deploy.md#key-lifetime); an opener keeps the
+// keys of the salts it verified. The kind byte keeps one kind of token from passing for another; key ids make rotation
+// work (the first key seals, all open). v1 (no salt, under the ring key) still opens, and seals with `tokenVersion: 1`.
 import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, randomFillSync, type KeyObject } from 'node:crypto'
 import { InvalidRequestStateError } from '../errors.js'
 
@@ -15,6 +15,10 @@ const HEADER_BYTES = { 1: AAD_BYTES + NONCE_BYTES, 2: AAD_BYTES + SALT_BYTES + N
 const SALTED = 0x10
 // One randomFillSync per 4096 tokens: a draw per token costs about as much as the seal (bench/README.md#nonce-pool).
 const RANDOM_POOL_BYTES = 4096 * (SALT_BYTES + NONCE_BYTES)
+/** Seals under one derived key before a sealer draws a new salt. */
+export const EPOCH_SEALS = 2 ** 24
+/** Derived keys an opener keeps, of salts whose tokens it verified: every node's current epochs, and more. */
+const OPENED_SALTS = 1024
 
 export type TokenVersion = 1 | 2
 
@@ -56,8 +60,9 @@ export class KeyRing {
   }
 }
 
-function tokenKey (ringKey: KeyObject, token: Buffer): Buffer {
-  return createHmac('sha256', ringKey).update(token.subarray(0, AAD_BYTES + SALT_BYTES)).digest()
+/** The AES key of a v2 token: HMAC-SHA256 of the ring key over its kind, key id and salt. */
+function tokenKey (ringKey: KeyObject, token: Buffer): KeyObject {
+  return createSecretKey(createHmac('sha256', ringKey).update(token.subarray(0, AAD_BYTES + SALT_BYTES)).digest())
 }
 
 export class TokenTooLongError extends RangeError {
@@ -78,8 +83,16 @@ export class Sealer {
   /** kind ‖ keyId of the first key: the start, and the AAD, of every token it seals. */
   readonly #aad: Buffer
   readonly #header: number
+  readonly #epochSeals: number
+  /** kind ‖ keyId ‖ salt of the current epoch, and its key; seals left in it. */
+  readonly #epoch = Buffer.alloc(AAD_BYTES + SALT_BYTES)
+  #epochKey: KeyObject | undefined
+  #sealsLeft = 0
+  /** The keys of salts whose tokens opened, by kind ‖ keyId ‖ salt; added only after a tag checked. */
+  readonly #opened = new Map<string, KeyObject>()
 
-  constructor (ring: KeyRing, purpose: number, maxLength: number) {
+  /** `epochSeals`: seals under one salt, for tests; 2^24 otherwise. */
+  constructor (ring: KeyRing, purpose: number, maxLength: number, epochSeals = EPOCH_SEALS) {
     this.#ring = ring
     this.#purpose = purpose
     this.#maxLength = maxLength
@@ -87,6 +100,13 @@ export class Sealer {
     this.#aad = Buffer.alloc(AAD_BYTES)
     this.#aad[0] = ring.version === 2 ? SALTED | purpose : purpose
     this.#aad.writeUInt32BE(ring.primary.id, 1)
+    this.#aad.copy(this.#epoch)
+    this.#epochSeals = epochSeals
+  }
+
+  /** @internal How many derived keys it keeps for opening. */
+  get keptKeys (): number {
+    return this.#opened.size
   }
 
   get maxLength (): number {
@@ -104,12 +124,14 @@ export class Sealer {
     const length = this.tokenLength(plaintextBytes)
     if (length > this.#maxLength) throw new TokenTooLongError(length, this.#maxLength)
     const token = Buffer.allocUnsafe(header + plaintextBytes + TAG_BYTES)
-    this.#aad.copy(token, 0)
-    this.#ring.fillRandom(token, AAD_BYTES, header)
+    let key = this.#ring.primary.key
+    if (header === HEADER_BYTES[2]) {
+      key = this.#sealingKey()
+      this.#epoch.copy(token, 0)
+    } else this.#aad.copy(token, 0)
+    this.#ring.fillRandom(token, header - NONCE_BYTES, header)
     const plaintext = token.subarray(header, header + plaintextBytes)
     plaintext.write(text)
-    const primary = this.#ring.primary.key
-    const key = header === HEADER_BYTES[2] ? tokenKey(primary, token) : primary
     const cipher = createCipheriv('aes-256-gcm', key, token.subarray(header - NONCE_BYTES, header))
     cipher.setAAD(context === undefined ? this.#aad : Buffer.concat([this.#aad, Buffer.from(context)]))
     // GCM ciphertext is as long as the plaintext, so it takes the plaintext's place in the token.
@@ -117,6 +139,23 @@ export class Sealer {
     cipher.final()
     token.set(cipher.getAuthTag(), header + plaintextBytes)
     return token.toString('base64url')
+  }
+
+  /** The current epoch's key, a new salt drawn when the epoch is spent; its key is kept for opening too. */
+  #sealingKey (): KeyObject {
+    if (this.#sealsLeft === 0 || this.#epochKey === undefined) {
+      this.#ring.fillRandom(this.#epoch, AAD_BYTES, AAD_BYTES + SALT_BYTES)
+      this.#epochKey = tokenKey(this.#ring.primary.key, this.#epoch)
+      this.#sealsLeft = this.#epochSeals
+      this.#keep(this.#epoch.toString('latin1'), this.#epochKey)
+    }
+    this.#sealsLeft--
+    return this.#epochKey
+  }
+
+  #keep (salt: string, key: KeyObject): void {
+    if (this.#opened.size >= OPENED_SALTS) this.#opened.delete(this.#opened.keys().next().value as string)
+    this.#opened.set(salt, key)
   }
 
   open (token: unknown, context?: string): string {
@@ -135,8 +174,10 @@ export class Sealer {
     if (entry === undefined) throw new InvalidRequestStateError('unknown key')
 
     const tagStart = bytes.length - TAG_BYTES
+    const salt = version === 2 ? bytes.toString('latin1', 0, AAD_BYTES + SALT_BYTES) : ''
+    const kept = version === 2 ? this.#opened.get(salt) : undefined
     try {
-      const key = version === 2 ? tokenKey(entry.key, bytes) : entry.key
+      const key = version === 2 ? kept ?? tokenKey(entry.key, bytes) : entry.key
       const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(header - NONCE_BYTES, header), { authTagLength: TAG_BYTES })
       const aad = bytes.subarray(0, AAD_BYTES)
       decipher.setAAD(context === undefined ? aad : Buffer.concat([aad, Buffer.from(context)]))
@@ -144,6 +185,7 @@ export class Sealer {
       const text = decipher.update(bytes.subarray(header, tagStart)).toString()
       // final() releases no bytes under GCM; it checks the tag.
       decipher.final()
+      if (version === 2 && kept === undefined) this.#keep(salt, key)
       return text
     } catch {
       throw new InvalidRequestStateError('authentication failed')
