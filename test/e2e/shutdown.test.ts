@@ -9,15 +9,25 @@ function post (url: string, id: number, name: string, extraMeta: object = {}) {
   })
 }
 
+/** `running` resolves once `count` handlers have called `started()`: their calls are in flight, however busy the machine. */
+function handlers (count: number): { started: () => void, running: Promise<void> } {
+  let all!: () => void
+  const running = new Promise<void>((resolve) => { all = resolve })
+  return { started: () => { if (--count === 0) all() }, running }
+}
+
 t.test('app.close() lets in-flight calls finish, streams included', async (t) => {
+  const calls = handlers(2)
   const app = await build(t, {}, (app) => {
     app.mcp.tool({ name: 'slow' }, async () => {
+      calls.started()
       await new Promise((resolve) => setTimeout(resolve, 300))
       return 'finished'
     })
       .tool({ name: 'streaming' }, async (_args, ctx) => {
         for (let step = 1; step <= 3; step++) {
           ctx.progress(step, 3)
+          if (step === 1) calls.started()
           await new Promise((resolve) => setTimeout(resolve, 100))
         }
         return 'streamed'
@@ -27,7 +37,7 @@ t.test('app.close() lets in-flight calls finish, streams included', async (t) =>
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp`
   const slow = post(url, 1, 'slow')
   const streaming = post(url, 2, 'streaming', { progressToken: 'p' })
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await calls.running
   const closing = Date.now()
   const closed = app.close()
   const slowReply = await slow
@@ -43,17 +53,20 @@ t.test('app.close() lets in-flight calls finish, streams included', async (t) =>
 
 t.test('app.close() aborts handlers\' signals, waits shutdownGrace, then ends what still runs', async (t) => {
   const seen: string[] = []
+  const calls = handlers(3)
   const app = await build(t, { shutdownGrace: 300 }, (app) => {
     app.mcp.tool({ name: 'hung' }, async (_args, ctx) => {
       ctx.signal.addEventListener('abort', () => seen.push(`aborted: ${(ctx.signal.reason as Error).message}`))
+      calls.started()
       await new Promise(() => {})
     })
       .tool({ name: 'hung_stream' }, async (_args, ctx) => {
         ctx.progress(1)
+        calls.started()
         await new Promise(() => {})
       })
       .tool({ name: 'polite' }, async (_args, ctx) => {
-        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+        await new Promise((resolve) => { ctx.signal.addEventListener('abort', resolve); calls.started() })
         return 'stopped when asked'
       })
   })
@@ -62,7 +75,7 @@ t.test('app.close() aborts handlers\' signals, waits shutdownGrace, then ends wh
   const hung = post(url, 1, 'hung')
   const stream = post(url, 2, 'hung_stream', { progressToken: 'p' })
   const polite = post(url, 3, 'polite')
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await calls.running
   const started = Date.now()
   await app.close()
   const took = Date.now() - started
@@ -79,13 +92,14 @@ t.test('app.close() aborts handlers\' signals, waits shutdownGrace, then ends wh
 
 t.test('a handler that gives up when its call is aborted is logged as routine, one that fails as an error', async (t) => {
   const logs = capturedLogs('info')
+  const calls = handlers(2)
   const app = await build(t, { shutdownGrace: 2000 }, (app) => {
     app.mcp.tool({ name: 'gives_up' }, async (_args, ctx) => {
-      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+      await new Promise((resolve) => { ctx.signal.addEventListener('abort', resolve); calls.started() })
       ctx.signal.throwIfAborted()
     })
       .tool({ name: 'breaks' }, async (_args, ctx) => {
-        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+        await new Promise((resolve) => { ctx.signal.addEventListener('abort', resolve); calls.started() })
         throw new Error('the database went away')
       })
   }, logs.options)
@@ -93,7 +107,7 @@ t.test('a handler that gives up when its call is aborted is logged as routine, o
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp`
   const givesUp = post(url, 1, 'gives_up')
   const breaks = post(url, 2, 'breaks')
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await calls.running
   await app.close()
   const gaveUp = (await (await givesUp).json()).result
   t.equal(gaveUp.isError, true)
