@@ -1,3 +1,4 @@
+// test:fast: needs redis-server
 import type { Test } from 'tap'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'

@@ -2,6 +2,7 @@
  * What the browser tests share: the browser-side scripts bundled by esbuild (once per process), Chromium found and
  * launched through playwright-core, and a screenshot of the page after each test, named for it (`-failed` when it failed).
  */
+// test:fast: needs Chromium
 import { existsSync } from 'node:fs'
 import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'

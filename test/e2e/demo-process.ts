@@ -1,4 +1,5 @@
 /** How the end-to-end tests start the demo server (examples/demo-server.ts) in a process of its own. */
+// test:fast: needs the demo server, in a process of its own
 import { fileURLToPath } from 'node:url'
 
 export const demo = fileURLToPath(new URL('../../examples/demo-server.ts', import.meta.url))

@@ -30,6 +30,7 @@
  * and (g) are; either fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
  * MOCAPI_FLEET_KEEP=1 keeps the temporary directory (nginx.conf, error.log, access.log).
  */
+// test:fast: needs nginx, redis-server and node processes of its own
 import t, { type Test } from 'tap'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes, randomInt } from 'node:crypto'

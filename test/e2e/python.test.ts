@@ -4,6 +4,7 @@
  * with pip into `.python-mcp/` (git-ignored, kept between runs); where no Python, venv or package
  * index can provide it, the test is skipped and says why.
  */
+// test:fast: needs Python and the mcp package from pip
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'

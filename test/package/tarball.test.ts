@@ -6,6 +6,7 @@
  * Installing needs the npm registry (npm's cache makes it quick): without it the file is skipped,
  * or fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
  */
+// test:fast: needs the packed tarball and the npm registry
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
