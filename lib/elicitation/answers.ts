@@ -2,9 +2,11 @@
 import { digest } from '../seal/digest.js'
 import { firstError, type SchemaCompiler, type Validator } from '../json-schema.js'
 import { deepFreeze, isPlainObject, setOwn, type JsonObject } from '../protocol/wire.js'
-import { isBuilder, schemaJson, type PrimitiveSchemaDefinition, type RequestedSchema, type RequestedSchemaBuilder } from './schema.js'
+import { isBuilder, sameSchema, schemaJson, type PrimitiveSchemaDefinition, type RequestedSchema, type RequestedSchemaBuilder } from './schema.js'
 
 export const MAX_FORMS = 256
+/** Builders kept to compare an inline one with: a handler asks a few questions. */
+const RECENT_BUILDERS = 8
 
 export type Checked = { ok: true, value: unknown } | { ok: false, message: string }
 
@@ -81,16 +83,23 @@ function where (path: string[]): string {
 /** One requested schema of a registration: digested, rendered and frozen once; validator compiled on first answer. */
 export interface Form {
   readonly shape: string
+  /** The length of its JSON text, which a round's size budget counts. */
+  readonly size: number
   readonly schema: RequestedSchema
   readonly fields: readonly string[]
   answers: { schema: object, validate: Validator } | undefined
   used: number
 }
 
-/** Keyed by JSON text, so a schema built inline on every round is still compiled once (bench/README.md#questions). */
+/**
+ * Keyed by JSON text, so a schema built inline on every round is still compiled once; the builders of the last forms
+ * found are kept too, so an inline builder equal to one of them finds its form without making its text
+ * (bench/README.md#questions).
+ */
 export class FormAnswers {
   readonly #compiler: SchemaCompiler
   readonly #forms = new Map<string, Form>()
+  readonly #recent: Array<{ builder: RequestedSchemaBuilder<object>, form: Form }> = []
   #uses = 0
 
   constructor (compiler: SchemaCompiler) {
@@ -98,18 +107,32 @@ export class FormAnswers {
   }
 
   of (builder: RequestedSchemaBuilder<object>): Form {
-    const json = schemaJson(builder)
     const used = ++this.#uses
-    let form = this.#forms.get(json)
-    if (form !== undefined) {
-      form.used = used
-      return form
+    const built = isBuilder(builder)
+    if (built) {
+      for (const recent of this.#recent) {
+        // An evicted form (used 0) is left to be found again by its text.
+        if (recent.form.used !== 0 && (recent.builder === builder || sameSchema(recent.builder, builder))) {
+          recent.form.used = used
+          return recent.form
+        }
+      }
     }
-    if (this.#forms.size >= MAX_FORMS) this.#evict()
-    // A hand-made object's schema is read back from its text, so later changes to the object are not seen.
-    const schema = isBuilder(builder) ? builder.schema : deepFreeze(JSON.parse(json) as RequestedSchema)
-    form = { shape: digest('elicit', json), schema, fields: Object.keys(schema.properties), answers: undefined, used }
-    this.#forms.set(json, form)
+    const json = schemaJson(builder)
+    let form = this.#forms.get(json)
+    if (form === undefined) {
+      if (this.#forms.size >= MAX_FORMS) this.#evict()
+      // A hand-made object's schema is read back from its text, so later changes to the object are not seen.
+      const schema = built ? builder.schema : deepFreeze(JSON.parse(json) as RequestedSchema)
+      const fields = Object.keys(schema.properties)
+      form = { shape: digest('elicit', json), size: json.length, schema, fields, answers: undefined, used }
+      this.#forms.set(json, form)
+    }
+    form.used = used
+    if (built) {
+      if (this.#recent.length >= RECENT_BUILDERS) this.#recent.pop()
+      this.#recent.unshift({ builder, form })
+    }
     return form
   }
 
@@ -150,6 +173,7 @@ export class FormAnswers {
     }
     const form = this.#forms.get(oldest as string) as Form
     this.#forms.delete(oldest as string)
+    form.used = 0
     if (form.answers !== undefined) this.#compiler.release(form.answers.schema)
   }
 }

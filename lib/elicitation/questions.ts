@@ -2,7 +2,7 @@
 import { digest } from '../seal/digest.js'
 import { isPlainObject, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { checkRootsAnswer, checkSamplingAnswer, checkUrlAnswer, type Checked, type Form, type FormAnswers } from './answers.js'
-import { schemaJson, type RequestedSchemaBuilder } from './schema.js'
+import type { RequestedSchemaBuilder } from './schema.js'
 
 type KeyPrefix = 'elicit' | 'sample' | 'roots'
 
@@ -57,7 +57,7 @@ export class FormQuestion implements Question {
   }
 
   get size (): number {
-    return this.text.length + schemaJson(this.#schema).length
+    return this.text.length + this.#formOf.size
   }
 
   missing (capabilities: ClientCapabilities): Record<string, unknown> | undefined {

@@ -77,6 +77,19 @@ class Builder {
     return #fields in of
   }
 
+  /** Whether two builders make the same schema, compared field by field: no text is made for it. */
+  static same (a: Builder, b: Builder): boolean {
+    const one = a.#fields
+    const other = b.#fields
+    if (one.length !== other.length) return false
+    for (let i = 0; i < one.length; i++) {
+      const x = one[i]
+      const y = other[i]
+      if (x.name !== y.name || x.optional !== y.optional || !equalJson(x.schema, y.schema)) return false
+    }
+    return true
+  }
+
   // Rendered lazily: the intermediate builders of a chain never are.
   get schema (): RequestedSchema {
     if (this.#schema === undefined) {
@@ -182,6 +195,18 @@ class Builder {
   }
 }
 
+/** Equality of the JSON values a field's schema holds (its keys in the order `copy` writes them). */
+function equalJson (a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false
+  const keys = Object.keys(a)
+  if (keys.length !== Object.keys(b).length) return false
+  for (const key of keys) {
+    if (!equalJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false
+  }
+  return true
+}
+
 function lengths (name: string, opts: AnyOptions, min: string, max: string): void {
   for (const key of [min, max]) {
     const v = opts[key]
@@ -222,6 +247,11 @@ export function requestedSchema (): RequestedSchemaBuilder {
 /** @internal The JSON text of a builder's schema; a hand-made object with a `schema` has it rendered. */
 export function schemaJson (builder: RequestedSchemaBuilder<object>): string {
   return Builder.json(builder) ?? JSON.stringify(builder.schema)
+}
+
+/** @internal Whether two builders make the same schema, without making its text. */
+export function sameSchema (a: RequestedSchemaBuilder<object>, b: RequestedSchemaBuilder<object>): boolean {
+  return Builder.same(a as unknown as Builder, b as unknown as Builder)
 }
 
 /** @internal Whether an object is a `requestedSchema()` builder rather than a hand-made one. */

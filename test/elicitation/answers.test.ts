@@ -174,6 +174,29 @@ t.test('the form cache evicts the least recently used schema, not the first adde
   t.equal(compiler.compiled, MAX_FORMS + 2, 'the least recently used one was the one evicted')
 })
 
+t.test('a builder equal to a recent one finds its form field by field; one that differs anywhere does not', async (t) => {
+  const forms = new FormAnswers(new SchemaCompiler())
+  const base = () => requestedSchema().boolean('confirm', { title: 'Confirm' }).chooseMany('extras', [{ value: 'bag', title: 'Bag' }], { minItems: 0 })
+  const form = forms.of(base())
+  t.equal(forms.of(base()), form, 'an equal builder, made anew')
+  const variants: Array<[string, RequestedSchemaBuilder<object>]> = [
+    ['another name', requestedSchema().boolean('confirmed', { title: 'Confirm' }).chooseMany('extras', [{ value: 'bag', title: 'Bag' }], { minItems: 0 })],
+    ['optional', requestedSchema().boolean('confirm', { title: 'Confirm', optional: true }).chooseMany('extras', [{ value: 'bag', title: 'Bag' }], { minItems: 0 })],
+    ['another title', requestedSchema().boolean('confirm', { title: 'Sure?' }).chooseMany('extras', [{ value: 'bag', title: 'Bag' }], { minItems: 0 })],
+    ['a choice titled otherwise', requestedSchema().boolean('confirm', { title: 'Confirm' }).chooseMany('extras', [{ value: 'bag', title: 'Suitcase' }], { minItems: 0 })],
+    ['one more option', requestedSchema().boolean('confirm', { title: 'Confirm' }).chooseMany('extras', [{ value: 'bag', title: 'Bag' }], { minItems: 0, maxItems: 1 })],
+    ['one field fewer', requestedSchema().boolean('confirm', { title: 'Confirm' })],
+    ['a default where none was', requestedSchema().boolean('confirm', { title: 'Confirm', default: false }).chooseMany('extras', [{ value: 'bag', title: 'Bag' }], { minItems: 0 })],
+    ['a list where an object was', requestedSchema().boolean('confirm', { title: 'Confirm' }).chooseMany('extras', ['bag'], { minItems: 0 })],
+  ]
+  for (const [what, builder] of variants) {
+    const found = forms.of(builder)
+    t.not(found, form, what)
+    t.equal(found.shape, schemaDigest(builder), `${what}: its own form`)
+  }
+  t.equal(forms.of(base()), form, 'and the first is still found')
+})
+
 t.test('an object that only has a rendered schema is checked too', async (t) => {
   const handMade = { schema: { type: 'object', properties: { code: { type: 'string', minLength: 4 } }, required: ['code'] } }
   const check = contentCheck(handMade as never)
