@@ -1,14 +1,15 @@
 /**
- * HTTP benchmark, run by hand: `npm run bench`. Drives mocapi and a bare Fastify route that
- * returns the same JSON, in the same run, 16 connections, and prints throughput ratios for
- * `tools/call`, for a one-question elicitation flow (call → input_required → retry → complete),
- * and for a 2025-era `tools/call` in a session (its sealed `Mcp-Session-Id` opened on every call).
+ * HTTP benchmark, run by hand: `npm run bench`. Drives mocapi, the official TypeScript SDK v2 (`sdk.ts`) and a bare
+ * Fastify route that returns mocapi's JSON, in the same run, 16 connections, and prints throughput ratios to the bare
+ * route for `tools/call`, for a one-question elicitation flow (call → input_required → retry → complete), for a
+ * 2025-era `tools/call` (in mocapi, a session whose sealed `Mcp-Session-Id` is opened on every call), and, on servers
+ * with 60 tools registered, for `tools/list` and `tools/call`.
  *
  * Each server runs in its own child process, so the load generator (this process) never shares
- * its event loop. Runs alternate mocapi / bare, BENCH_ROUNDS times (3 by default) after a
- * discarded warm-up of each, and the table shows the median of each, and the median of the ratios of each mocapi
- * run to the bare run right after it (steadier when the machine's speed drifts). Every run also reports the
- * CPU the server, the load generator and everything else on the machine used: a server below a
+ * its event loop. Every round runs mocapi, the bare route and the SDK in turn, BENCH_ROUNDS times (3 by default)
+ * after a discarded warm-up of each, and the table shows the median of each, and the median of the ratios of each
+ * server's run to the bare run of the same round (steadier when the machine's speed drifts). Every run also reports
+ * the CPU the server, the load generator and everything else on the machine used: a server below a
  * full core means the load generator or other load set the pace, and the figures say so. Beside
  * req/s the table gives requests per second of server CPU, which other load on the machine
  * disturbs far less; on an idle machine, with the server at a full core, the two agree.
@@ -18,11 +19,16 @@
  * retry): the cost every stateless design pays, so its ratio is the ceiling for the flow's on
  * this machine, and the gap to mocapi's is the rest of mocapi.
  *
+ * Every server's answers are checked before timing (a benchmark of error replies would be worthless): mocapi's and
+ * the SDK's are parsed and must be the tools' successful results; the bare and codec routes must answer mocapi's
+ * bytes.
+ *
  * BENCH_SECONDS (10 by default) sets the length of a run.
  *
  * BENCH_BEFORE=<path to another build's dist/bench/servers.js> also runs that build's mocapi in
  * every round, next to this one (their order swapped from round to round), and prints each
- * scenario's ratio of this build to that one: the paired before/after measure of a change.
+ * scenario's ratio of this build to that one: the paired before/after measure of a change. A build that predates the
+ * 60-tool workloads (its servers.js ignores BENCH_TOOLS) is left out of those two.
  *
  * BENCH_PIN=1 (on a machine of two cores or more with `taskset`, from util-linux) runs the load
  * generator on CPU 0 and every server, all its threads, on CPU 1: each server then has the same
@@ -34,6 +40,7 @@ import autocannon from 'autocannon'
 import { execFileSync } from 'node:child_process'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { isDeepStrictEqual } from 'node:util'
 import { forkServer, serverCpu, type Server } from './child.js'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -43,8 +50,14 @@ const MOCAPI_PORT = 3101
 const BARE_PORT = 3102
 const CODEC_PORT = 3103
 const BEFORE_PORT = 3104
+const SDK_PORT = 3105
+const MOCAPI_60_PORT = 3106
+const SDK_60_PORT = 3107
+const BEFORE_60_PORT = 3108
 const serverScript = fileURLToPath(new URL('./servers.js', import.meta.url))
+const sdkScript = fileURLToPath(new URL('./sdk.js', import.meta.url))
 const BEFORE = process.env.BENCH_BEFORE
+const SIXTY = { BENCH_TOOLS: '60' }
 
 /** Sets the CPUs of every thread of a process; false when taskset is missing or refuses. */
 function pin (pid: number, cpu: number): boolean {
@@ -57,21 +70,36 @@ function pin (pid: number, cpu: number): boolean {
 }
 const PINNED = process.env.BENCH_PIN === '1' && cpus().length >= 2 && pin(process.pid, 0)
 
-const headers = (call: Call): Record<string, string> => call.session === undefined
-  ? { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': call.name }
-  : { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': call.session }
+/**
+ * One request of a run: a 2026-07-28 request (`tools/call` unless `method` says otherwise), or with `legacy` a
+ * 2025-11-25 one, in the session `session` names when the server keeps sessions.
+ */
+interface Call { method?: 'tools/list', name?: string, params?: Record<string, unknown>, legacy?: true, session?: string }
+
+const JSON_ACCEPT = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+function headers (call: Call): Record<string, string> {
+  if (call.legacy === true) {
+    return call.session === undefined
+      ? { ...JSON_ACCEPT, 'mcp-protocol-version': '2025-11-25' }
+      : { ...JSON_ACCEPT, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': call.session }
+  }
+  const modern = { ...JSON_ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': call.method ?? 'tools/call' }
+  return call.name === undefined ? modern : { ...modern, 'mcp-name': call.name }
+}
 const meta = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
   'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
   'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1.0.0' },
 }
-const body = (call: Call) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call.session === undefined ? { name: call.name, ...call.params, _meta: meta } : { name: call.name, ...call.params } })
-
-/** One request of a run: a 2026-07-28 call, or a call in a 2025-era session when `session` is set. */
-interface Call { name: string, params: Record<string, unknown>, session?: string }
+const body = (call: Call) => JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: call.method ?? 'tools/call',
+  params: { ...(call.name !== undefined && { name: call.name }), ...call.params, ...(call.legacy !== true && { _meta: meta }) },
+})
 
 async function start (kind: string, port: number, env: Record<string, string> = {}, script = serverScript): Promise<Server> {
-  const server = await forkServer(script, [kind, String(port)], port, env)
+  const server = await forkServer(script, script === sdkScript ? [String(port)] : [kind, String(port)], port, env)
   if (PINNED && !pin(server.child.pid as number, 1)) throw new Error(`bench setup: taskset could not move the ${kind} server to CPU 1`)
   return server
 }
@@ -86,9 +114,28 @@ function ownCpu (): number {
   return user + system
 }
 
-async function post (port: number, call: Call): Promise<{ status: number, contentType: string | null, text: string }> {
+interface Reply { status: number, contentType: string | null, text: string }
+
+async function post (port: number, call: Call): Promise<Reply> {
   const response = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: headers(call), body: body(call) })
   return { status: response.status, contentType: response.headers.get('content-type'), text: await response.text() }
+}
+
+/** The JSON-RPC result of a reply, whether it came as a JSON body or as an event stream's last message. */
+function resultOf (reply: Reply): any {
+  const text = reply.contentType?.startsWith('text/event-stream') === true
+    ? reply.text.split('\n').filter((line) => line.startsWith('data:')).at(-1)?.slice(5) ?? ''
+    : reply.text
+  try {
+    return JSON.parse(text).result
+  } catch {
+    return undefined
+  }
+}
+/** The text of a successful tool result's first content block. */
+const textOf = (reply: Reply): unknown => {
+  const result = resultOf(reply)
+  return reply.status === 200 && result?.isError !== true ? result?.content?.[0]?.text : undefined
 }
 
 interface Run {
@@ -132,55 +179,111 @@ function fail (message: string): never {
 
 const add: Call = { name: 'add', params: { arguments: { a: 2, b: 3 } } }
 const ask: Call = { name: 'book', params: { arguments: { to: 'Lisbon' } } }
+const list: Call = { method: 'tools/list' }
+const lookup: Call = { name: 'lookup_07', params: { arguments: { id: 'r-1' } } }
+const answer = { 'elicit-1': { action: 'accept', content: { confirm: true, cabin: 'business' } } }
+/** The retry of `ask` with the answer, and the requestState of the first call when it carried one. */
+const retryOf = (requestState: unknown): Call => ({
+  name: 'book',
+  params: { arguments: { to: 'Lisbon' }, ...(requestState !== undefined && { requestState }), inputResponses: answer },
+})
 
-/** A 2025-era session of a server, for its calls. */
-async function sessionOf (port: number): Promise<string> {
-  const initialize = await fetch(`http://127.0.0.1:${port}/mcp`, {
+/** A 2025-era `initialize` of a server: the session id it issued, if it keeps sessions. */
+async function initialize (port: number): Promise<string | undefined> {
+  const reply = await fetch(`http://127.0.0.1:${port}/mcp`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    headers: JSON_ACCEPT,
     body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'bench', version: '1.0.0' } } }),
   })
-  return initialize.headers.get('mcp-session-id') ?? fail(`initialize answered ${await initialize.text()}`)
+  const session = reply.headers.get('mcp-session-id') ?? undefined
+  const text = await reply.text()
+  if (resultOf({ status: reply.status, contentType: reply.headers.get('content-type'), text })?.protocolVersion !== '2025-11-25') fail(`port ${port}: initialize answered ${text}`)
+  return session
 }
 
-let legacyAdd: Call = add
-const mocapi = await start('mocapi', MOCAPI_PORT)
-const before = BEFORE === undefined ? undefined : await start('mocapi', BEFORE_PORT, {}, BEFORE)
-/** The calls of each scenario as the build before the change takes them (its own session). */
-const beforeCalls = new Map<string, readonly Call[]>()
-const beforeRuns = new Map<string, Run[]>()
-let bare: Server | undefined
-let codecOnly: Server | undefined
-const rows: Array<{ label: string, plugin: Run[], bare: Run[] }> = []
-const codecRuns: Run[] = []
-try {
-  // Check what mocapi answers before timing it: a benchmark of error replies would be worthless.
-  const added = await post(MOCAPI_PORT, add)
-  const first = await post(MOCAPI_PORT, ask)
-  const firstResult = JSON.parse(first.text).result
-  if (JSON.parse(added.text).result?.content?.[0]?.text !== '5') fail(`tools/call add answered ${added.text}`)
-  if (firstResult?.resultType !== 'input_required' || typeof firstResult.requestState !== 'string') fail(`book answered ${first.text}`)
-  const retry: Call = {
-    name: 'book',
-    params: {
-      arguments: { to: 'Lisbon' },
-      requestState: firstResult.requestState,
-      inputResponses: { 'elicit-1': { action: 'accept', content: { confirm: true, cabin: 'business' } } },
-    },
-  }
-  const retried = await post(MOCAPI_PORT, retry)
-  if (JSON.parse(retried.text).result?.content?.[0]?.text !== 'Booked business to Lisbon') fail(`the retry answered ${retried.text}`)
-  legacyAdd = { ...add, session: await sessionOf(MOCAPI_PORT) }
-  const legacyAdded = await post(MOCAPI_PORT, legacyAdd)
-  if (JSON.parse(legacyAdded.text).result?.content?.[0]?.text !== '5' || 'resultType' in JSON.parse(legacyAdded.text).result) fail(`the 2025-era add answered ${legacyAdded.text}`)
+/** What a server answers to the checks, so other servers can be held to it. */
+interface Answers { add: Reply, first: Reply, retry: Call, retried: Reply, legacy: Call, legacyAdded: Reply }
 
-  // The bare route answers the same bodies, byte for byte (the requestState of a first call is
+/** Checks that a server with `add` and `book` answers each workload's calls with the tools' successful results. */
+async function check (who: string, port: number): Promise<Answers> {
+  const added = await post(port, add)
+  if (textOf(added) !== '5') fail(`${who}: tools/call add answered ${added.text}`)
+  const first = await post(port, ask)
+  const asked = resultOf(first)
+  if (asked?.resultType !== 'input_required' || asked.inputRequests?.['elicit-1']?.method !== 'elicitation/create') fail(`${who}: book answered ${first.text}`)
+  const retry = retryOf(asked.requestState)
+  const retried = await post(port, retry)
+  if (textOf(retried) !== 'Booked business to Lisbon') fail(`${who}: the retry of book answered ${retried.text}`)
+  const session = await initialize(port)
+  const legacy: Call = session === undefined ? { ...add, legacy: true } : { ...add, legacy: true, session }
+  const legacyAdded = await post(port, legacy)
+  if (textOf(legacyAdded) !== '5' || 'resultType' in resultOf(legacyAdded)) fail(`${who}: the 2025-era add answered ${legacyAdded.text}`)
+  return { add: added, first, retry, retried, legacy, legacyAdded }
+}
+
+/** Checks a 60-tool server: all 60 listed, with mocapi's names, and `add` and a lookup called. */
+async function check60 (who: string, port: number, names?: string[]): Promise<{ listed: Reply, names: string[] }> {
+  const listed = await post(port, list)
+  const tools = resultOf(listed)?.tools as Array<{ name: string }> | undefined
+  const listedNames = (tools ?? []).map((t) => t.name).sort()
+  if (listedNames.length !== 60) fail(`${who}: tools/list listed ${listedNames.length} tools: ${listed.text.slice(0, 400)}`)
+  if (names !== undefined && listedNames.join() !== names.join()) fail(`${who}: tools/list lists ${listedNames.join()}\nwhere mocapi lists ${names.join()}`)
+  const added = await post(port, add)
+  if (textOf(added) !== '5') fail(`${who}: tools/call add answered ${added.text}`)
+  const looked = await post(port, lookup)
+  if (textOf(looked) !== 'lookup_07: no record r-1') fail(`${who}: tools/call lookup_07 answered ${looked.text}`)
+  return { listed, names: listedNames }
+}
+
+/** One workload: the calls each server takes in a run (a flow's first call and its retry, in turn). */
+interface Scenario {
+  label: string
+  mocapi: Server
+  calls: readonly Call[]
+  sdk: Server
+  sdkCalls: readonly Call[]
+  /** The build before the change, with its own calls (its own token and session), when it serves the workload. */
+  before?: { server: Server, calls: readonly Call[] }
+  /** Runs the bare route plus the codec too: the flow's reference. */
+  codec?: true
+  /** The size of each server's replies, in bytes, for the note under the table. */
+  bytes: string
+}
+interface Row { label: string, mocapi: Run[], sdk: Run[], bare: Run[], codec: Run[], before: Run[], bytes: string, beforeRan: boolean }
+
+const servers: Server[] = []
+const launch = async (...args: Parameters<typeof start>): Promise<Server> => {
+  const server = await start(...args)
+  servers.push(server)
+  return server
+}
+const rows: Row[] = []
+let beforeNote = ''
+try {
+  const [mocapi, mocapi60, sdk, sdk60] = await Promise.all([
+    launch('mocapi', MOCAPI_PORT),
+    launch('mocapi', MOCAPI_60_PORT, SIXTY),
+    launch('sdk', SDK_PORT, {}, sdkScript),
+    launch('sdk', SDK_60_PORT, SIXTY, sdkScript),
+  ])
+
+  // Check what every server answers before timing it: a benchmark of error replies would be worthless.
+  const ours = await check('mocapi', MOCAPI_PORT)
+  const theirs = await check('SDK v2', SDK_PORT)
+  const question = (reply: Reply): unknown => resultOf(reply).inputRequests['elicit-1'].params
+  if (!isDeepStrictEqual(question(theirs.first), question(ours.first))) fail(`the SDK asks ${theirs.first.text}\nwhere mocapi asks ${ours.first.text}`)
+  const ours60 = await check60('mocapi with 60 tools', MOCAPI_60_PORT)
+  const theirs60 = await check60('SDK v2 with 60 tools', SDK_60_PORT, ours60.names)
+
+  // The bare route answers mocapi's bodies, byte for byte (the requestState of a first call is
   // fresh every time; the bare route returns one of the same length).
-  const bodies = { add: added.text, book: first.text, 'book:retry': retried.text, 'add:session': legacyAdded.text }
-  bare = await start('bare', BARE_PORT, { BARE_BODIES: JSON.stringify(bodies) })
-  codecOnly = await start('codec', CODEC_PORT, { BARE_BODIES: JSON.stringify(bodies) })
+  const bodies = { add: ours.add.text, book: ours.first.text, 'book:retry': ours.retried.text, 'add:session': ours.legacyAdded.text, 'tools/list': ours60.listed.text }
+  const [bare, codecOnly] = await Promise.all([
+    launch('bare', BARE_PORT, { BARE_BODIES: JSON.stringify(bodies) }),
+    launch('codec', CODEC_PORT, { BARE_BODIES: JSON.stringify(bodies) }),
+  ])
   for (const port of [BARE_PORT, CODEC_PORT]) {
-    for (const [call, expected] of [[add, added], [ask, first], [retry, retried], [legacyAdd, legacyAdded]] as const) {
+    for (const [call, expected] of [[add, ours.add], [ask, ours.first], [ours.retry, ours.retried], [ours.legacy, ours.legacyAdded], [list, ours60.listed]] as const) {
       const got = await post(port, call)
       if (got.text !== expected.text || got.status !== expected.status || got.contentType !== expected.contentType) {
         fail(`port ${port} answers ${got.status} ${got.contentType} ${got.text}\nwhere mocapi answers ${expected.status} ${expected.contentType} ${expected.text}`)
@@ -188,43 +291,61 @@ try {
     }
   }
 
-  if (before !== undefined) {
+  const befores = new Map<string, { server: Server, calls: readonly Call[] }>()
+  if (BEFORE !== undefined) {
     // The build before the change answers the same calls the same way, with a token and a session of its own.
-    const token = JSON.parse((await post(BEFORE_PORT, ask)).text).result?.requestState ?? fail('the build before answered no requestState')
-    const beforeRetry = { ...retry, params: { ...retry.params, requestState: token } }
-    const beforeLegacy = { ...add, session: await sessionOf(BEFORE_PORT) }
-    for (const [call, expected] of [[add, added], [beforeRetry, retried], [beforeLegacy, legacyAdded]] as const) {
+    const before = await launch('mocapi', BEFORE_PORT, {}, BEFORE)
+    const token = resultOf(await post(BEFORE_PORT, ask))?.requestState ?? fail('the build before answered no requestState')
+    const beforeRetry = retryOf(token)
+    const beforeLegacy: Call = { ...add, legacy: true, session: await initialize(BEFORE_PORT) ?? fail('the build before issued no session') }
+    for (const [call, expected] of [[add, ours.add], [beforeRetry, ours.retried], [beforeLegacy, ours.legacyAdded]] as const) {
       const got = await post(BEFORE_PORT, call)
       if (got.text !== expected.text) fail(`the build before answers ${got.text}\nwhere this one answers ${expected.text}`)
     }
-    beforeCalls.set('tools/call', [add]).set('one-question flow', [ask, beforeRetry]).set('2025 tools/call', [beforeLegacy])
+    befores.set('tools/call', { server: before, calls: [add] })
+      .set('one-question flow', { server: before, calls: [ask, beforeRetry] })
+      .set('2025 tools/call', { server: before, calls: [beforeLegacy] })
+    const before60 = await launch('mocapi', BEFORE_60_PORT, SIXTY, BEFORE)
+    const listed = resultOf(await post(BEFORE_60_PORT, list))?.tools?.length
+    if (listed === 60 && textOf(await post(BEFORE_60_PORT, add)) === '5') {
+      befores.set('60 tools: tools/list', { server: before60, calls: [list] }).set('60 tools: tools/call', { server: before60, calls: [add] })
+    } else {
+      beforeNote = `the build before lists ${listed} tools with BENCH_TOOLS=60 (it predates the 60-tool workloads): left out of them`
+    }
   }
 
-  for (const [label, calls] of [['tools/call', [add]], ['one-question flow', [ask, retry]], ['2025 tools/call', [legacyAdd]]] as const) {
-    await load(mocapi, calls) // warm-up passes, discarded
+  const size = (...replies: Reply[]): string => replies.map((r) => r.text.length).join(' + ')
+  const bytesOf = (a: Reply[], b: Reply[]): string => `mocapi ${size(...a)} B, SDK v2 ${size(...b)} B`
+  const scenarios: Scenario[] = [
+    { label: 'tools/call', mocapi, calls: [add], sdk, sdkCalls: [add], bytes: bytesOf([ours.add], [theirs.add]) },
+    { label: 'one-question flow', mocapi, calls: [ask, ours.retry], sdk, sdkCalls: [ask, theirs.retry], codec: true, bytes: bytesOf([ours.first, ours.retried], [theirs.first, theirs.retried]) },
+    { label: '2025 tools/call', mocapi, calls: [ours.legacy], sdk, sdkCalls: [theirs.legacy], bytes: bytesOf([ours.legacyAdded], [theirs.legacyAdded]) },
+    { label: '60 tools: tools/list', mocapi: mocapi60, calls: [list], sdk: sdk60, sdkCalls: [list], bytes: bytesOf([ours60.listed], [theirs60.listed]) },
+    { label: '60 tools: tools/call', mocapi: mocapi60, calls: [add], sdk: sdk60, sdkCalls: [add], bytes: bytesOf([ours.add], [theirs.add]) },
+  ]
+  for (const scenario of scenarios) scenario.before = befores.get(scenario.label)
+
+  for (const { label, mocapi, calls, sdk, sdkCalls, before, codec, bytes } of scenarios) {
+    // Warm-up passes, discarded.
+    await load(mocapi, calls)
+    await load(sdk, sdkCalls)
     await load(bare, calls)
-    const row = { label, plugin: [] as Run[], bare: [] as Run[] }
-    const flow = calls.length > 1
-    if (flow) await load(codecOnly, calls)
-    const previous = beforeCalls.get(label)
-    const earlier: Run[] = []
-    if (before !== undefined && previous !== undefined) await load(before, previous)
+    if (codec) await load(codecOnly, calls)
+    if (before !== undefined) await load(before.server, before.calls)
+    const row: Row = { label, mocapi: [], sdk: [], bare: [], codec: [], before: [], bytes, beforeRan: before !== undefined }
     for (let round = 0; round < ROUNDS; round++) {
       // With a build before the change, the two builds swap places each round, so neither always runs first.
-      if (before !== undefined && previous !== undefined && round % 2 === 1) earlier.push(await load(before, previous))
-      row.plugin.push(await load(mocapi, calls))
-      if (before !== undefined && previous !== undefined && round % 2 === 0) earlier.push(await load(before, previous))
+      if (before !== undefined && round % 2 === 1) row.before.push(await load(before.server, before.calls))
+      row.mocapi.push(await load(mocapi, calls))
+      if (before !== undefined && round % 2 === 0) row.before.push(await load(before.server, before.calls))
       row.bare.push(await load(bare, calls))
-      if (flow) codecRuns.push(await load(codecOnly, calls))
+      row.sdk.push(await load(sdk, sdkCalls))
+      if (codec) row.codec.push(await load(codecOnly, calls))
     }
-    if (before !== undefined) beforeRuns.set(label, earlier)
     rows.push(row)
   }
 } finally {
-  mocapi.child.kill()
-  before?.child.kill()
-  bare?.child.kill()
-  codecOnly?.child.kill()
+  for (const server of servers) server.child.kill()
 }
 
 const median = (values: number[]): number => {
@@ -236,50 +357,53 @@ const cpuNote = (runs: Run[]): string => runs.map((r) => `${r.server}/${r.loader
 /** Requests per second of server CPU: the pace a server would keep with a core to itself. */
 const perCpu = (r: Run): number => r.rps / Math.max(r.server, 1) * 100
 
+/**
+ * One line of a table: the medians of `runs` and of `reference`, and the median of the ratios of each run to the
+ * reference's run of the same round (the machine's speed drifts less within a round than across the whole bench).
+ */
+function line (label: string, who: string, runs: Run[], reference: Run[]): string {
+  const p = median(runs.map((r) => r.rps))
+  const b = median(reference.map((r) => r.rps))
+  const pc = median(runs.map(perCpu))
+  const bc = median(reference.map(perCpu))
+  const pairedRps = median(runs.map((r, i) => r.rps / reference[i].rps))
+  const pairedCpu = median(runs.map((r, i) => perCpu(r) / perCpu(reference[i])))
+  return `${label.padEnd(22)}${who.padEnd(16)}${p.toFixed(0).padStart(8)}${b.toFixed(0).padStart(10)}${(p / b).toFixed(2).padStart(7)} x` +
+    `${pc.toFixed(0).padStart(11)}${bc.toFixed(0).padStart(10)}${(pc / bc).toFixed(2).padStart(7)} x${pairedRps.toFixed(2).padStart(10)} x${pairedCpu.toFixed(2).padStart(7)} x`
+}
+
 console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per server, alternating, Node ${process.version}, ${cpus().length} CPUs${PINNED ? ', servers pinned to CPU 1 and the load generator to CPU 0' : ''}`)
-console.log('medians            mocapi req/s   bare req/s   ratio    per server CPU-second: mocapi    bare   ratio   paired: req/s  per CPU')
-for (const { label, plugin, bare } of rows) {
-  const p = median(plugin.map((r) => r.rps))
-  const b = median(bare.map((r) => r.rps))
-  const pc = median(plugin.map(perCpu))
-  const bc = median(bare.map(perCpu))
-  // Each mocapi run against the bare run right after it: the machine's speed drifts less within a pair than across
-  // the whole bench, so the median of these ratios is steadier than the ratio of the medians.
-  const pairedRps = median(plugin.map((r, i) => r.rps / bare[i].rps))
-  const pairedCpu = median(plugin.map((r, i) => perCpu(r) / perCpu(bare[i])))
-  console.log(`${label.padEnd(18)}${p.toFixed(0).padStart(13)}${b.toFixed(0).padStart(13)}${(p / b).toFixed(2).padStart(7)} x${pc.toFixed(0).padStart(30)}${bc.toFixed(0).padStart(8)}${(pc / bc).toFixed(2).padStart(7)} x` +
-    `${pairedRps.toFixed(2).padStart(13)} x${pairedCpu.toFixed(2).padStart(7)} x`)
-}
-{
-  // The bare route plus only the token work: what any stateless AES-GCM design pays, and so
-  // the ceiling of the flow ratio on this machine; the gap to mocapi is the rest of mocapi.
-  const flowBare = median(rows[1].bare.map((r) => r.rps))
-  const c = median(codecRuns.map((r) => r.rps))
-  console.log(`${'  bare + codec only'.padEnd(18)}${''.padStart(13)}${c.toFixed(0).padStart(13)}${(c / flowBare).toFixed(2).padStart(7)} x of bare: the same flow with only requestState seal and open added`)
-}
-if (before !== undefined) {
-  console.log(`\nthis build against the build before the change (${BEFORE}), the same rounds:`)
-  console.log('                   after req/s  before req/s   ratio    per server CPU-second: after  before   ratio   paired: req/s  per CPU')
-  for (const { label, plugin } of rows) {
-    const earlier = beforeRuns.get(label) as Run[]
-    const a = median(plugin.map((r) => r.rps))
-    const b = median(earlier.map((r) => r.rps))
-    const ac = median(plugin.map(perCpu))
-    const bc = median(earlier.map(perCpu))
-    const pairedRps = median(plugin.map((r, i) => r.rps / earlier[i].rps))
-    const pairedCpu = median(plugin.map((r, i) => perCpu(r) / perCpu(earlier[i])))
-    console.log(`${label.padEnd(18)}${a.toFixed(0).padStart(13)}${b.toFixed(0).padStart(14)}${(a / b).toFixed(2).padStart(7)} x${ac.toFixed(0).padStart(29)}${bc.toFixed(0).padStart(8)}${(ac / bc).toFixed(2).padStart(7)} x` +
-      `${pairedRps.toFixed(2).padStart(13)} x${pairedCpu.toFixed(2).padStart(7)} x`)
-    console.log(`${''.padEnd(20)}before ${earlier.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(earlier)}`)
+console.log('medians; the reference is the bare route unless the line says          per server CPU-second          paired')
+console.log(`${'workload'.padEnd(22)}${'server'.padEnd(16)}${'req/s'.padStart(8)}${'ref req/s'.padStart(10)}${'ratio'.padStart(9)}${'server'.padStart(11)}${'ref'.padStart(10)}${'ratio'.padStart(9)}${'req/s'.padStart(12)}${'per CPU'.padStart(9)}`)
+for (const row of rows) {
+  console.log(line(row.label, 'mocapi', row.mocapi, row.bare))
+  console.log(line('', 'SDK v2', row.sdk, row.bare))
+  if (row.codec.length > 0) {
+    // The bare route plus only the token work: what any stateless AES-GCM design pays, and so the ceiling of the
+    // flow's ratio on this machine; the gap to mocapi is the rest of mocapi.
+    console.log(line('', 'bare + codec', row.codec, row.bare))
+    console.log(line('  of the codec ref.', 'mocapi', row.mocapi, row.codec))
+    console.log(line('', 'SDK v2', row.sdk, row.codec))
   }
 }
-console.log('\nruns (req/s), and CPU % of one core as server/load generator/everything else:')
-for (const { label, plugin, bare } of rows) {
-  console.log(`${label.padEnd(20)}mocapi ${plugin.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(plugin)}`)
-  console.log(`${''.padEnd(20)}bare   ${bare.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(bare)}`)
+console.log('(bare + codec: the bare route answering the same flow with only the requestState seal and open added)')
+if (rows.some((r) => r.beforeRan)) {
+  console.log(`\nthis build against the build before the change (${BEFORE}), the same rounds; the reference is the build before:`)
+  for (const row of rows.filter((r) => r.beforeRan)) {
+    console.log(line(row.label, 'mocapi', row.mocapi, row.before))
+    console.log(`${''.padEnd(22)}before ${row.before.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(row.before)}`)
+  }
 }
-console.log(`${'one-question flow'.padEnd(20)}codec  ${codecRuns.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(codecRuns)}`)
-const all = [...rows.flatMap((r) => [...r.plugin, ...r.bare]), ...codecRuns]
+if (beforeNote !== '') console.log(beforeNote)
+console.log('\nruns (req/s), and CPU % of one core as server/load generator/everything else:')
+for (const row of rows) {
+  console.log(`${row.label.padEnd(22)}mocapi ${row.mocapi.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(row.mocapi)}`)
+  console.log(`${''.padEnd(22)}SDK v2 ${row.sdk.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(row.sdk)}`)
+  console.log(`${''.padEnd(22)}bare   ${row.bare.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(row.bare)}`)
+  if (row.codec.length > 0) console.log(`${''.padEnd(22)}codec  ${row.codec.map((r) => r.rps.toFixed(0)).join(' ')}  cpu ${cpuNote(row.codec)}`)
+  console.log(`${''.padEnd(22)}reply bodies: ${row.bytes}`)
+}
+const all = rows.flatMap((r) => [...r.mocapi, ...r.sdk, ...r.bare, ...r.codec, ...r.before])
 if (all.some((r) => r.other > 10)) {
   console.log('\nwarning: other processes used over 10% of a core during some runs: their req/s are low, trust the per-CPU figures more')
 }

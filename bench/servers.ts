@@ -6,7 +6,8 @@
  * requestState work any stateless design must do: it seals a token for each first call and
  * opens the token of each retry, with mocapi's codec, and answers the same bodies. It seals
  * one `setImmediate` later, as mocapi's engine does (it waits that long to gather concurrent
- * asks), so the two differ only in the rest of mocapi's work.
+ * asks), so the two differ only in the rest of mocapi's work. With BENCH_TOOLS=60, mocapi registers the 60 tools of
+ * bench/tools.ts (the 60-tool workloads), whose `tools/list` the bare routes answer too.
  */
 import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
@@ -19,6 +20,7 @@ import { fingerprint } from '../lib/replay/fingerprint.js'
 import { parseKeys } from '../lib/seal/keys.js'
 import { KeyRing } from '../lib/seal/seal.js'
 import { serveForParent } from './child.js'
+import { addInput, bookInput, lookupInput, lookups, lookupText } from './tools.js'
 
 /** The checks of form answers of one registration, for fingerprints. */
 const forms = new FormAnswers(new SchemaCompiler())
@@ -33,17 +35,15 @@ if (kind === 'mocapi') {
   // BENCH_TOKEN_VERSION=1 seals the layout without per-token keys, to measure that cost apart.
   const tokenVersion = process.env.BENCH_TOKEN_VERSION === '1' ? 1 : 2
   await app.register(mocapi, { requestState: { keys: [KEY], ttl: 3_600_000, tokenVersion } })
-  app.mcp.tool({
-    name: 'add',
-    inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
-  }, (args: { a: number, b: number }) => String(args.a + args.b))
-  app.mcp.tool({
-    name: 'book',
-    inputSchema: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
-  }, async (args: { to: string }, ctx) => {
+  app.mcp.tool({ name: 'add', inputSchema: addInput }, (args: { a: number, b: number }) => String(args.a + args.b))
+  app.mcp.tool({ name: 'book', inputSchema: bookInput }, async (args: { to: string }, ctx) => {
     const answer = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))
     return answer.action === 'accept' ? `Booked ${answer.content.cabin} to ${args.to}` : 'Nothing booked'
   })
+  // BENCH_TOOLS=60: the 60-tool workloads' server (bench/tools.ts).
+  for (const { name, description } of lookups) {
+    app.mcp.tool({ name, description, inputSchema: lookupInput }, (args: { id: string }) => lookupText(name, args.id))
+  }
 } else {
   // Answers what mocapi answers, keyed by the request's tool and round: BARE_BODIES holds
   // mocapi's response bodies, and the route rebuilds and serialises each like any JSON route.
@@ -51,7 +51,7 @@ if (kind === 'mocapi') {
   const results = Object.fromEntries(Object.entries(bodies).map(([key, text]) => [key, JSON.parse(text).result]))
   const codec = kind === 'codec' ? new RequestStateCodec({ ring: new KeyRing(parseKeys([KEY])), ttl: 3_600_000 }) : undefined
   app.post('/mcp', async (request) => {
-    const body = request.body as { id: number, method: string, params: { name: string, arguments?: object, requestState?: string } }
+    const body = request.body as { id: number, method: string, params: { name?: string, arguments?: object, requestState?: string } }
     const token = body.params.requestState
     if (codec !== undefined && body.params.name === 'book') {
       if (token === undefined) {
@@ -65,7 +65,9 @@ if (kind === 'mocapi') {
         })
       } else codec.decode(token)
     }
-    const key = request.headers['mcp-session-id'] !== undefined ? `${body.params.name}:session` : token === undefined ? body.params.name : `${body.params.name}:retry`
+    const key = body.method === 'tools/list'
+      ? 'tools/list'
+      : request.headers['mcp-session-id'] !== undefined ? `${body.params.name}:session` : token === undefined ? body.params.name as string : `${body.params.name}:retry`
     return { jsonrpc: '2.0', id: body.id, result: results[key] }
   })
 }
