@@ -2,9 +2,9 @@ import t from 'tap'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { setImmediate as tick } from 'node:timers/promises'
-import { RECYCLE_AFTER, SchemaCompiler } from '../../lib/json-schema.js'
-import { build, call } from '../helpers.js'
-import { soakSize } from '../soak.js'
+import { RECYCLE_AFTER, SchemaCompiler } from '../lib/json-schema.js'
+import { build, call } from './helpers.js'
+import { soakSize } from './soak.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
