@@ -78,7 +78,7 @@ export function eitherAborts (a: AbortSignal, b: AbortSignal): AbortSignal {
   return controller.signal
 }
 
-/** @internal What mocapi keeps of a request beyond the context's public fields. */
+/** What mocapi keeps of a request beyond the context's public fields (not part of the public API). */
 export class CallState {
   readonly request: FastifyRequest
   readonly id: RequestId

@@ -1,6 +1,7 @@
 import t from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import mocapi, { InProcessBus, type BusEvent, type NotificationBus } from '../../lib/index.js'
+import { Subscriptions } from '../../lib/features/subscriptions.js'
 import { KEY, build, call, listen, MOCAPI_VERSION } from '../helpers.js'
 
 async function served (t: Parameters<typeof build>[0], options = {}): Promise<{ app: FastifyInstance, url: string }> {
@@ -52,6 +53,21 @@ t.test('app.close() ends open streams with their final result', async (t) => {
   })
   t.equal(await stream.next(), undefined, 'the stream ended')
   await closing
+})
+
+t.test('a stream whose client left before its request was served ends at once, holding no place', async (t) => {
+  const subscriptions = new Subscriptions({ streams: 8, streamsPerCaller: 1, subscriptionUris: 4, uriLength: 100 }, () => true, async () => undefined)
+  const controller = new AbortController()
+  controller.abort(new Error('the client left'))
+  const ctx = { principal: null, request: { ip: '192.0.2.1' } } as never
+  const stream = { signal: controller.signal, aborted: true, notify: () => true }
+  const { ended } = subscriptions.stream(ctx, { lists: new Set(['tools']), uris: new Set() }, () => ({}), stream)
+  await ended
+  const live = new AbortController()
+  const second = subscriptions.stream(ctx, { lists: new Set(), uris: new Set() }, () => ({}), { signal: live.signal, aborted: false, notify: () => true })
+  t.ok(second.listener, 'its place was freed: the same caller opens another')
+  live.abort()
+  await second.ended
 })
 
 t.test('a client that leaves is forgotten', async (t) => {

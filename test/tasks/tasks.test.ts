@@ -2,6 +2,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { McpError, requestedSchema, type MocapiOptions } from '../../lib/index.js'
+import { createTestClient, textOf } from '../../lib/testing/index.js'
 import { build, call, meta } from '../helpers.js'
 import { WITH_TASKS, status, task, until } from './client.js'
 
@@ -107,6 +108,10 @@ t.test('clients without the extension, and 2025-era clients, get the plain call;
   t.same(refused.body.error.data, { requiredCapabilities: TASKS })
   const optedIn = await call(server, 'tools/call', { name: 'slow', arguments: { ms: 1 } }, { meta: meta(TASKS) })
   t.equal(optedIn.body.result.resultType, 'task', 'the opt-in is per request, in _meta')
+  const legacy = createTestClient(server, { protocolVersion: '2025-11-25' })
+  t.equal(textOf((await legacy.callTool('slow', { ms: 1 })).result), 'slept 1', 'a 2025-era client gets the plain call')
+  await t.rejects(legacy.callTool('required'), { code: -32602, message: /requires the extensions client capability/ }, 'and is refused a required one, in its own error shape')
+  t.match((await legacy.callTool('slow', { ms: 'soon' })).result, { isError: true, content: [{ text: /^Invalid arguments/ }] }, 'its bad arguments are a tool error, as in 2026-07-28')
 })
 
 t.test('a tool that does not detach is a task before its handler runs, even one that ends at once', async (t) => {
