@@ -110,6 +110,12 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
       fastify.log.warn('mocapi: tasks are kept in memory (no tasks.store configured): one node serves them, and a restart ' +
         'loses them; use RedisTaskStore from mocapi/redis, or another TaskStore, across a fleet')
     }
+    // A store other nodes share, with news that stays on this one: a cancel reaches the pass's node late.
+    const shared = options.taskStore !== undefined && !(options.taskStore instanceof MemoryTaskStore)
+    if (shared && (options.bus === undefined || options.bus instanceof InProcessBus)) {
+      fastify.log.warn('mocapi: tasks.store is shared, but the bus is in-process: task news and cancels reach other nodes ' +
+        'only at their next poll or lease write; give every node the same bus (RedisBus from mocapi/redis)')
+    }
   })
   const announce = (event: ChangeEvent): void => {
     if (live) bus.publish(event)
@@ -118,7 +124,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const features = { tools, prompts, resources, subscriptions, handlers, tasks, views }
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
-  const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections())
+  const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections(), options.heartbeat)
   // Abort every open reply first (streams end, waiting calls stop, handlers get the grace): no request hangs on close.
   fastify.addHook('preClose', async () => {
     lifecycle.close()

@@ -121,6 +121,13 @@ export interface MocapiOptions {
    */
   shutdownGrace?: number
   /**
+   * Keeps held connections talking, so no proxy or load balancer cuts one for idleness: every event stream mocapi holds
+   * sends an SSE comment whenever this many ms pass without a byte on it, and a request whose reply is not ready by
+   * then, from a client that accepts `text/event-stream`, is answered on an event stream (comments while it waits,
+   * its response last). Default 15 000; at least 100; `false` turns it off (docs/deploy.md#idle-limits).
+   */
+  heartbeat?: number | false
+  /**
    * What clients are told when a handler throws something that is not an `McpError`: its message
    * (`'expose'`, the default), or a generic text (`'generic'`). The detail is logged either way.
    */
@@ -206,6 +213,8 @@ interface ResolvedOptions {
     taskBytesPerCaller: number
   }
   shutdownGrace: number
+  /** ms, or undefined when off. */
+  heartbeat: number | undefined
   exposeErrors: boolean
   legacy: boolean
   tracing: boolean
@@ -242,12 +251,25 @@ const TIMER_BOUND = 'about 24.8 days, the longest timer Node keeps: a longer one
 const MAX_TOKEN_LENGTH = 1024 * 1024
 const TOKEN_BOUND = '1 MiB of characters: every retry carries its token, and a request body is at most 1 MiB by default (bodyLimit)'
 
+const DEFAULT_HEARTBEAT = 15_000
+const MIN_HEARTBEAT = 100
+
+function heartbeatOf (value: unknown): number | undefined {
+  if (value === undefined) return DEFAULT_HEARTBEAT
+  if (value === false) return undefined
+  if (!Number.isInteger(value) || (value as number) < MIN_HEARTBEAT || (value as number) > MAX_TIMER_MS) {
+    throw new InvalidOptionError(`heartbeat must be false or an integer of ms from ${MIN_HEARTBEAT} (a shorter one writes ` +
+      `more than it keeps) to ${MAX_TIMER_MS} (${TIMER_BOUND}), got ${describe(value)}`)
+  }
+  return value as number
+}
+
 function timerMs (value: unknown, name: string, fallback: number): number {
   return boundedInteger(value, name, fallback, MAX_TIMER_MS, TIMER_BOUND)
 }
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'errors', 'legacy', 'tracing', 'session', 'tasks', 'elicitation', 'scopes'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'heartbeat', 'errors', 'legacy', 'tracing', 'session', 'tasks', 'elicitation', 'scopes'])
 const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller', 'tasksPerCaller', 'taskBytesPerCaller'])
@@ -349,6 +371,7 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
       taskBytesPerCaller: positiveInteger(limits.taskBytesPerCaller, 'limits.taskBytesPerCaller', DEFAULT_TASK_BYTES_PER_CALLER),
     },
     shutdownGrace: timerMs(o.shutdownGrace, 'shutdownGrace', DEFAULT_SHUTDOWN_GRACE),
+    heartbeat: heartbeatOf(o.heartbeat),
     exposeErrors: oneOf(o.errors, ['expose', 'generic'], 'errors', 'expose') === 'expose',
     legacy,
     tracing: optionalBoolean(o.tracing, 'tracing', true),

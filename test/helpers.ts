@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, type InjectOp
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import mocapi, { type MocapiOptions } from '../lib/index.js'
+import { EventStreamParser } from '../lib/testing/transport.js'
 
 export const VERSION = '2026-07-28'
 /** mocapi's own version, as its package.json says: the default serverInfo. */
@@ -69,31 +70,30 @@ export async function listen (url: string, id: number, notifications: object, he
   })
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()
+  const parser = new EventStreamParser()
   const frames: any[] = []
-  let buffer = ''
-  async function next (): Promise<any> {
-    for (;;) {
-      const end = buffer.indexOf('\n\n')
-      if (end !== -1) {
-        const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '))
-        buffer = buffer.slice(end + 2)
-        if (data === undefined) continue
-        frames.push(JSON.parse(data.slice(6)))
-        return frames.at(-1)
-      }
-      const { value, done } = await reader.read()
-      if (done) return undefined
-      buffer += decoder.decode(value, { stream: true })
-    }
+  const waiting: any[] = []
+  let received = ''
+  async function read (): Promise<boolean> {
+    const { value, done } = await reader.read()
+    if (done) return false
+    const text = decoder.decode(value, { stream: true })
+    received += text
+    waiting.push(...parser.push(text))
+    return true
   }
-  /** The rest of the body as JSON: for a reply that is not a stream (an error). */
-  async function json (): Promise<any> {
-    let text = buffer
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) return JSON.parse(text)
-      text += decoder.decode(value, { stream: true })
+  /** The next message on the stream (comments skipped), or undefined once it ends. */
+  async function next (): Promise<any> {
+    while (waiting.length === 0) {
+      if (!await read()) return undefined
     }
+    frames.push(waiting.shift())
+    return frames.at(-1)
+  }
+  /** The whole body as JSON: for a reply that is not a stream (an error). */
+  async function json (): Promise<any> {
+    while (await read());
+    return JSON.parse(received)
   }
   return { response, next, json, frames, close: () => controller.abort() }
 }

@@ -54,6 +54,11 @@ const BAD: Array<[string, unknown, string]> = [
   // Node runs a timer set past 2^31-1 ms after 1 ms: every 2025-era ask would time out at once, app.close() abandon every handler.
   ['shutdownGrace past the timer bound', { shutdownGrace: 3e9 }, `shutdownGrace must be ${TIMER_BOUND}, got 3000000000`],
   ['shutdownGrace one past it', { shutdownGrace: 2 ** 31 }, `shutdownGrace must be ${TIMER_BOUND}, got 2147483648`],
+  ['heartbeat below 100 ms', { heartbeat: 99 }, `heartbeat must be false or an integer of ms from 100 (a shorter one writes more than it keeps) to 2147483647 (about 24.8 days, the longest timer Node keeps: a longer one fires at once), got 99`],
+  ['heartbeat true', { heartbeat: true }, `heartbeat must be false or an integer of ms from 100 (a shorter one writes more than it keeps) to 2147483647 (about 24.8 days, the longest timer Node keeps: a longer one fires at once), got true`],
+  ['heartbeat a string', { heartbeat: '15s' }, `heartbeat must be false or an integer of ms from 100 (a shorter one writes more than it keeps) to 2147483647 (about 24.8 days, the longest timer Node keeps: a longer one fires at once), got "15s"`],
+  ['heartbeat a fraction', { heartbeat: 150.5 }, `heartbeat must be false or an integer of ms from 100 (a shorter one writes more than it keeps) to 2147483647 (about 24.8 days, the longest timer Node keeps: a longer one fires at once), got 150.5`],
+  ['heartbeat past the timer bound', { heartbeat: 2 ** 31 }, `heartbeat must be false or an integer of ms from 100 (a shorter one writes more than it keeps) to 2147483647 (about 24.8 days, the longest timer Node keeps: a longer one fires at once), got 2147483648`],
   ['session.answerTimeout past the timer bound', { session: { answerTimeout: 3e9 } }, `session.answerTimeout must be ${TIMER_BOUND}, got 3000000000`],
   ['session.ttl past the timer bound', { session: { ttl: 2 ** 31 } }, `session.ttl must be ${TIMER_BOUND}, got 2147483648`],
   ['session.answerTimeout zero', { session: { answerTimeout: 0 } }, 'session.answerTimeout must be a positive integer, got 0'],
@@ -92,7 +97,7 @@ t.test('bad options fail registration with a type error naming the value', async
 
 t.test('the bounds themselves are accepted', async (t) => {
   const max = 2 ** 31 - 1
-  const app = await build(t, { shutdownGrace: max, session: { ttl: max, answerTimeout: max }, requestState: { keys, maxTokenLength: 2 ** 20 } })
+  const app = await build(t, { shutdownGrace: max, heartbeat: max, session: { ttl: max, answerTimeout: max }, requestState: { keys, maxTokenLength: 2 ** 20 } })
   t.equal((await call(app, 'server/discover')).status, 200)
 })
 

@@ -15,6 +15,16 @@ function event (message: object): string {
   return `event: message\ndata: ${JSON.stringify(message)}\n\n`
 }
 
+/** An SSE comment: every parser skips it, and every proxy sees bytes. */
+const HEARTBEAT = ': keep-alive\n\n'
+
+/**
+ * The heartbeat ticks four times a heartbeat; a reply quiet for five ticks has been quiet at least a heartbeat (and
+ * at most a quarter more).
+ */
+const TICKS_PER_BEAT = 4
+const QUIET_TICKS = TICKS_PER_BEAT + 1
+
 /** On close the open replies' signals abort at once; what is still open after `grace` ms is ended with an error. */
 export class Lifecycle {
   #closing = false
@@ -23,10 +33,26 @@ export class Lifecycle {
   readonly #grace: number
   readonly #closeIdleConnections: () => void
   #timer: NodeJS.Timeout | undefined
+  readonly #ticker: NodeJS.Timeout | undefined
+  /** Counts heartbeat ticks: a reply notes it when it writes, which costs it no clock read. */
+  tick = 0
 
-  constructor (grace: number, closeIdleConnections: () => void) {
+  /** `heartbeat`: ms a held reply may stay quiet, or undefined for none. */
+  constructor (grace: number, closeIdleConnections: () => void, heartbeat?: number) {
     this.#grace = grace
     this.#closeIdleConnections = closeIdleConnections
+    if (heartbeat !== undefined) {
+      this.#ticker = setInterval(() => this.#beat(), Math.max(1, Math.floor(heartbeat / TICKS_PER_BEAT)))
+      this.#ticker.unref()
+    }
+  }
+
+  /** Each open reply quiet for a heartbeat says so: a comment on its stream, or a stream opened for it. */
+  #beat (): void {
+    const tick = ++this.tick
+    for (let entry = this.#head; entry !== undefined; entry = entry.next) {
+      if (tick - entry.channel.quietSince >= QUIET_TICKS) entry.channel.beat()
+    }
   }
 
   get closing (): boolean {
@@ -73,6 +99,7 @@ export class Lifecycle {
 
   closed (): void {
     clearTimeout(this.#timer)
+    clearInterval(this.#ticker)
   }
 }
 
@@ -124,6 +151,8 @@ export class ReplyChannel implements NotificationStream {
   #controller: AbortController | undefined
   #abortedFor: string | undefined
   readonly #entry: OpenReply
+  /** The heartbeat tick of its last write (or of its making). */
+  quietSince: number
 
   constructor (
     reply: FastifyReply,
@@ -137,6 +166,7 @@ export class ReplyChannel implements NotificationStream {
     this.#lifecycle = lifecycle
     this.#limits = limits
     this.#log = log
+    this.quietSince = lifecycle.tick
     this.#entry = lifecycle.track(this)
     const raw = reply.raw
     // A queued pipelined reply has no socket, and Node closes only the reply that has it: the socket must tell it.
@@ -186,7 +216,25 @@ export class ReplyChannel implements NotificationStream {
       return false
     }
     raw.write(event(message))
+    this.quietSince = this.#lifecycle.tick
     return true
+  }
+
+  /**
+   * A heartbeat of quiet: a comment on the stream; a reply not yet sent becomes a stream with one, when the client
+   * takes `text/event-stream` (one that takes only JSON keeps waiting for its JSON).
+   */
+  beat (): void {
+    if (this.#finished || this.closed) return
+    if (!this.#streaming) {
+      if (!String(this.#reply.request.headers.accept).includes('text/event-stream')) return
+      this.open()
+    } else if (this.#reply.raw.writableLength > this.#limits.maxBufferedBytes) {
+      this.#cutOff(this.#reply.raw.writableLength)
+      return
+    }
+    this.#reply.raw.write(HEARTBEAT)
+    this.quietSince = this.#lifecycle.tick
   }
 
   open (): void {
@@ -196,6 +244,7 @@ export class ReplyChannel implements NotificationStream {
     // reply (CORS, rate limits, request ids) go with them, as they would on a reply Fastify sends.
     const headers = { ...this.#reply.getHeaders(), ...SSE_HEADERS } as OutgoingHttpHeaders
     this.#reply.raw.writeHead(200, headers).flushHeaders()
+    this.quietSince = this.#lifecycle.tick
   }
 
   end (): void {

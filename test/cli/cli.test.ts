@@ -161,6 +161,26 @@ t.test('as a 2025-era client: the same questions, asked on the call\'s stream, p
   t.match(tools.stdout, /^book\(to: string, class\?: "eco" \| "biz"\) {2}Books a flight\n/)
 })
 
+t.test('a slow server\'s heartbeat comments are skipped: the call, its question and its result read as without them', async (t) => {
+  const app = await build(t, { heartbeat: 100 }, (app) => {
+    app.mcp.tool({ name: 'slow' }, async (_args, ctx) => {
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      const answer = await ctx.elicit('Go on?', requestedSchema().boolean('go', { title: 'Go on' }))
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      return answer.action === 'accept' && answer.content.go ? 'went on' : 'stopped'
+    })
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+  for (const era of [[], ['--protocol-version', '2025-11-25']]) {
+    const { code, stdout, stderr } = await run(['call', url, 'slow', ...era], ['y'])
+    t.equal(code, 0, `${era.join(' ') || '2026-07-28'}: exit 0`)
+    t.equal(stdout, 'went on\n')
+    t.match(stderr, /^round 1: 1 question\nGo on\?\n/)
+    t.notMatch(stderr, /keep-alive/)
+  }
+})
+
 t.test('a tool that runs as a task: followed to its end, its status on stderr, its question asked the same way', async (t) => {
   const url = await server(t)
   const { code, stdout, stderr } = await run(['call', url, 'export', '--arg', 'month=March'], ['y'])

@@ -34,7 +34,6 @@
 import t, { type Test } from 'tap'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes, randomInt } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
@@ -43,6 +42,7 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { ACK_TIMEOUT_MS } from '../../lib/legacy/exchange.js'
+import { findNginx, tempPaths } from '../nginx.js'
 
 const VERSION = '2026-07-28'
 const FIXTURE = fileURLToPath(new URL('../fixtures/fleet-node.ts', import.meta.url))
@@ -53,16 +53,6 @@ const MAX_ATTEMPTS = 8
 
 // ---------------------------------------------------------------------------------------------
 // Processes
-
-/** The nginx binary, or null when it is not installed. */
-function findNginx (): string | null {
-  for (const dir of [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/local/sbin', '/usr/local/nginx/sbin']) {
-    if (dir === '') continue
-    const candidate = path.join(dir, 'nginx')
-    if (existsSync(candidate) && spawnSync(candidate, ['-v']).status === 0) return candidate
-  }
-  return null
-}
 
 /** Free loopback ports: all held open together so that they differ, then released. */
 async function freePorts (count: number): Promise<number[]> {
@@ -223,12 +213,7 @@ async function startRedis (port: number): Promise<string> {
 }
 
 /** The nginx configuration: round-robin over the nodes, no stickiness, everything inside `dir`. */
-function nginxConfig (dir: string, port: number, nodes: FleetNode[], modules: string): string {
-  // Temp paths of the modules this nginx was built with; any left to its defaults would point
-  // outside `dir` (and fail to be created without root).
-  const temp = ['fastcgi', 'uwsgi', 'scgi']
-    .filter((module) => !modules.includes(`--without-http_${module}_module`))
-    .map((module) => `  ${module}_temp_path ${dir}/${module}_temp;`)
+function nginxConfig (dir: string, port: number, nodes: FleetNode[], nginxBin: string): string {
   return `
 # One process, in the foreground: nothing to switch users to, nothing left behind by a kill.
 daemon off;
@@ -242,7 +227,7 @@ http {
   access_log ${dir}/access.log fleet;
   client_body_temp_path ${dir}/client_body_temp;
   proxy_temp_path ${dir}/proxy_temp;
-${temp.join('\n')}
+${tempPaths(nginxBin, dir)}
   keepalive_timeout 120s;
   keepalive_requests 100000;
 
@@ -1034,7 +1019,7 @@ async function fleet (nginxBin: string): Promise<void> {
 
   const version = spawnSync(nginxBin, ['-V'], { encoding: 'utf8' }).stderr
   const conf = path.join(dir, 'nginx.conf')
-  await writeFile(conf, nginxConfig(dir, proxyPort, nodes, version))
+  await writeFile(conf, nginxConfig(dir, proxyPort, nodes, nginxBin))
   await Promise.all(nodes.map((node) => node.start([OLD_KEY])))
 
   // -e (nginx ≥ 1.19.5) keeps even the messages logged before the configuration is read inside dir.

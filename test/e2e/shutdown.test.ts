@@ -1,5 +1,6 @@
 import t from 'tap'
 import { build, capturedLogs, meta, VERSION } from '../helpers.js'
+import { EventStreamParser } from '../../lib/testing/transport.js'
 
 function post (url: string, id: number, name: string, extraMeta: object = {}) {
   return fetch(url, {
@@ -43,7 +44,7 @@ t.test('app.close() lets in-flight calls finish, streams included', async (t) =>
   const slowReply = await slow
   t.equal(slowReply.headers.get('connection'), 'close', 'a reply sent while closing releases its connection')
   t.same((await slowReply.json() as { result: { content: unknown } }).result.content, [{ type: 'text', text: 'finished' }])
-  const events = (await (await streaming).text()).split('\n\n').filter(Boolean).map((event) => JSON.parse(event.split('data: ')[1]))
+  const events = new EventStreamParser().push(await (await streaming).text()) as any[]
   t.same(events.map((event) => event.method ?? 'response'), ['notifications/progress', 'notifications/progress', 'notifications/progress', 'response'])
   t.same(events.at(-1).result.content, [{ type: 'text', text: 'streamed' }])
   await closed

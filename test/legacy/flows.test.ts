@@ -2,6 +2,7 @@ import t from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { InProcessBus, requestedSchema, type MocapiOptions } from '../../lib/index.js'
+import { EventStreamParser } from '../../lib/testing/transport.js'
 import { KEY, capturedLogs } from '../helpers.js'
 import { openSession } from './client.js'
 
@@ -233,18 +234,15 @@ t.test('the GET stream tells of list changes, and of updates to the resources th
   t.equal(stream.headers.get('content-type'), 'text/event-stream')
   const reader = (stream.body as ReadableStream<Uint8Array>).getReader()
   const decoder = new TextDecoder()
-  let buffer = ''
+  const parser = new EventStreamParser()
+  const waiting: any[] = []
   const next = async (): Promise<any> => {
-    for (;;) {
-      const end = buffer.indexOf('\n\n')
-      if (end !== -1) {
-        const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '))
-        buffer = buffer.slice(end + 2)
-        return JSON.parse((data as string).slice(6))
-      }
-      const { value } = await reader.read()
-      buffer += decoder.decode(value, { stream: true })
+    while (waiting.length === 0) {
+      const { value, done } = await reader.read()
+      if (done) return undefined
+      waiting.push(...parser.push(decoder.decode(value, { stream: true })))
     }
+    return waiting.shift()
   }
   await sleep(20)
   app.mcp.tool({ name: 'late', description: 'Late' }, () => 'l')

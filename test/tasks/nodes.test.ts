@@ -240,3 +240,24 @@ t.test('the default store warns once at startup when a task-capable tool is regi
   t.teardown(() => app.close())
   t.equal(lines.filter((line) => /tasks are kept in memory/.test(line.msg)).length, 1)
 })
+
+t.test('a shared task store beside an in-process bus warns once at startup: news and cancels reach other nodes late', async (t) => {
+  const memory = new MemoryTaskStore()
+  // Any store but the in-memory one is taken to be shared by the fleet.
+  const shared: TaskStore = { create: (...args) => memory.create(...args), get: (id) => memory.get(id), update: (...args) => memory.update(...args) }
+  for (const [label, bus, expected] of [['no bus', undefined, 1], ['an InProcessBus', new InProcessBus(), 1], ['a bus of its own', { publish () {}, subscribe: () => () => {} }, 0]] as const) {
+    const { lines, options } = capturedLogs()
+    const app = Fastify(options)
+    await app.register(mocapi, { requestState: { keys: [KEY] }, tasks: { store: shared }, ...(bus === undefined ? {} : { bus }) })
+    await app.ready()
+    await app.close()
+    const warned = lines.filter((line) => line.level === 40 && /tasks\.store is shared, but the bus is in-process/.test(line.msg))
+    t.equal(warned.length, expected, label)
+  }
+  const { lines, options } = capturedLogs()
+  const app = Fastify(options)
+  await app.register(mocapi, { requestState: { keys: [KEY] }, tasks: { store: new MemoryTaskStore() } })
+  await app.ready()
+  await app.close()
+  t.notOk(lines.some((line) => /is shared/.test(line.msg)), 'a MemoryTaskStore is one node\'s own')
+})

@@ -144,3 +144,11 @@ t.test('the event stream parser, chunk by chunk', async (t) => {
   t.same(parser.push('\n'), [2])
   t.same(parser.end(), [])
 })
+
+t.test('the event stream parser skips comments: heartbeat blocks, and comment lines inside an event', async (t) => {
+  const parser = new EventStreamParser()
+  t.same(parser.push(': keep-alive\n\n'), [], 'a block of comments alone is no message')
+  t.same(parser.push(':\n\n: keep-alive\n\nevent: message\n: a note\ndata: {"a":1}\n\n'), [{ a: 1 }])
+  t.same(parser.push(': keep'), [])
+  t.same(parser.push('-alive\r\n\r\ndata: 2\n\n'), [2], 'split across chunks, with CRLF')
+})
