@@ -59,6 +59,36 @@ export async function call (app: FastifyInstance, method: string, params: Record
   return { status: response.statusCode, body: response.body === '' ? undefined : JSON.parse(response.body), response }
 }
 
+export interface HttpPostOptions {
+  /** A bearer token. */
+  token?: string
+  /** The request's `_meta` (a client that declares no capabilities by default). */
+  meta?: object
+  headers?: Record<string, string>
+  /** Rewrites the body's JSON text before it is sent (for what JSON.stringify cannot write). */
+  text?: (body: string) => string
+}
+
+/** A 2026-07-28 request over real HTTP, `Mcp-Name` taken from its name, URI or task id: status, challenge, body. */
+export async function postHttp (url: string, method: string, params: Record<string, unknown>, options: HttpPostOptions = {}) {
+  const name = params.name ?? params.uri ?? params.taskId
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: options.meta ?? meta({}) } })
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': VERSION,
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+      ...options.headers,
+    },
+    body: options.text === undefined ? body : options.text(body),
+  })
+  return { status: response.status, challenge: response.headers.get('www-authenticate'), body: await response.json() as any }
+}
+
 /** Opens a `subscriptions/listen` stream over real HTTP and reads its SSE frames one by one. */
 export async function listen (url: string, id: number, notifications: object, headers: Record<string, string> = {}) {
   const controller = new AbortController()

@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import type { AddressInfo } from 'node:net'
 import mocapi, { type MocapiOptions } from '../../lib/index.js'
-import { KEY, build, capturedLogs } from '../helpers.js'
+import { KEY, build, capturedLogs, postHttp } from '../helpers.js'
 
 type Test = Parameters<typeof build>[0]
 
@@ -47,22 +47,8 @@ async function server (t: Test, options: MocapiOptions = {}) {
 }
 
 /** A 2026-07-28 request over real HTTP. */
-async function post (url: string, method: string, params: Record<string, unknown>, token?: string) {
-  const name = (params.name ?? params.uri) as string | undefined
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(name === undefined ? {} : { 'mcp-name': name }),
-      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: META } }),
-  })
-  return { status: response.status, challenge: response.headers.get('www-authenticate'), body: await response.json() as any }
-}
+const post = (url: string, method: string, params: Record<string, unknown>, token?: string) =>
+  postHttp(url, method, params, { token, meta: META })
 
 t.test('a token without a scope the tool needs: 403, the insufficient_scope challenge, an error naming it, nothing run', async (t) => {
   const { url, ran, token } = await server(t)

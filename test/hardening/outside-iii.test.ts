@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { type MocapiOptions } from '../../lib/index.js'
 import { ElicitationPolicy } from '../../lib/elicitation/policy.js'
-import { KEY, capturedLogs, listen, meta } from '../helpers.js'
+import { KEY, capturedLogs, listen, meta, postHttp } from '../helpers.js'
 
 type Test = { teardown: (fn: () => unknown) => void }
 
@@ -43,24 +43,7 @@ async function server (t: Test, options: MocapiOptions = {}, setup?: (app: Fasti
 }
 
 /** A 2026-07-28 request over real HTTP. */
-async function post (url: string, method: string, params: Record<string, unknown>,
-  options: { token?: string, meta?: object, headers?: Record<string, string> } = {}) {
-  const name = (params.name ?? params.uri) as string | undefined
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(name === undefined ? {} : { 'mcp-name': name }),
-      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
-      ...options.headers,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: options.meta ?? meta({}) } }),
-  })
-  return { status: response.status, challenge: response.headers.get('www-authenticate'), body: await response.json() as any }
-}
+const post = postHttp
 
 /** A POST whose headers may repeat (an array value is sent as one header line per item), as fetch cannot. */
 function rawPost (url: string, headers: Record<string, string | string[]>, body: object): Promise<{ status: number, body: any }> {

@@ -4,7 +4,7 @@ import fastifyJwt from '@fastify/jwt'
 import type { AddressInfo } from 'node:net'
 import mocapi, { MemoryTaskStore, requestedSchema, type MocapiOptions, type StoredTask } from '../../lib/index.js'
 import { callerAddress } from '../../lib/address.js'
-import { KEY, capturedLogs } from '../helpers.js'
+import { KEY, capturedLogs, postHttp } from '../helpers.js'
 import { startRedis, withRedis } from '../redis-server.js'
 import { WITH_TASKS, until } from '../tasks/client.js'
 
@@ -40,23 +40,9 @@ const META = (capabilities: object = WITH_TASKS) => ({
 })
 
 /** A 2026-07-28 request over real HTTP, with a client that declares the tasks extension. */
-async function post (url: string, method: string, params: Record<string, unknown>, options: { token?: string, meta?: object } = {}) {
-  const name = (params.name ?? params.taskId) as string | undefined
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
-    },
-    // JSON.stringify overflows where JSON.parse does not: a value thousands deep goes in as text.
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: options.meta ?? META() } }).replaceAll(`"${DEEP}"`, nested(5_000)),
-  })
-  return { status: response.status, body: await response.json() as any }
-}
+const post = (url: string, method: string, params: Record<string, unknown>, options: { token?: string, meta?: object } = {}) =>
+  // JSON.stringify overflows where JSON.parse does not: a value thousands deep goes in as text.
+  postHttp(url, method, params, { ...options, meta: options.meta ?? META(), text: (body) => body.replaceAll(`"${DEEP}"`, nested(5_000)) })
 
 const statusOf = (url: string, taskId: string, token?: string) =>
   post(url, 'tasks/get', { taskId }, { token }).then(({ body }) => body.result ?? body.error)
