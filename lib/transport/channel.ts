@@ -208,14 +208,8 @@ export class ReplyChannel implements NotificationStream {
 
   /** Sends one message, opening the stream if needed; false once the client is gone, the reply done, or cut off. */
   notify (message: object): boolean {
-    if (this.#finished || this.closed) return false
-    const raw = this.#reply.raw
-    if (!this.#streaming) this.open()
-    else if (raw.writableLength > this.#limits.maxBufferedBytes) {
-      this.#cutOff(raw.writableLength)
-      return false
-    }
-    raw.write(event(message))
+    if (!this.#writable()) return false
+    this.#reply.raw.write(event(message))
     this.quietSince = this.#lifecycle.tick
     return true
   }
@@ -225,16 +219,22 @@ export class ReplyChannel implements NotificationStream {
    * takes `text/event-stream` (one that takes only JSON keeps waiting for its JSON).
    */
   beat (): void {
-    if (this.#finished || this.closed) return
-    if (!this.#streaming) {
-      if (!String(this.#reply.request.headers.accept).includes('text/event-stream')) return
-      this.open()
-    } else if (this.#reply.raw.writableLength > this.#limits.maxBufferedBytes) {
-      this.#cutOff(this.#reply.raw.writableLength)
-      return
-    }
+    if (!this.#streaming && !String(this.#reply.request.headers.accept).toLowerCase().includes('text/event-stream')) return
+    if (!this.#writable()) return
     this.#reply.raw.write(HEARTBEAT)
     this.quietSince = this.#lifecycle.tick
+  }
+
+  /** Whether a write may go out now, the stream opened for it if need be: not once finished, gone or cut off. */
+  #writable (): boolean {
+    if (this.#finished || this.closed) return false
+    const raw = this.#reply.raw
+    if (!this.#streaming) this.open()
+    else if (raw.writableLength > this.#limits.maxBufferedBytes) {
+      this.#cutOff(raw.writableLength)
+      return false
+    }
+    return true
   }
 
   open (): void {
