@@ -91,11 +91,7 @@ export interface Form {
   used: number
 }
 
-/**
- * Keyed by JSON text, so a schema built inline on every round is still compiled once; the builders of the last forms
- * found are kept too, so an inline builder equal to one of them finds its form without making its text
- * (bench/README.md#questions).
- */
+/** Forms by JSON text, and the last builders that found one, which an equal inline builder matches (bench/README.md#questions). */
 export class FormAnswers {
   readonly #compiler: SchemaCompiler
   readonly #forms = new Map<string, Form>()

@@ -1,8 +1,6 @@
-// Token v2 = base64url(kind(1) ‖ keyId(4) ‖ salt(16) ‖ nonce(12) ‖ ciphertext ‖ tag(16)), sealed by AES-256-GCM
-// under HMAC-SHA256(ring key, kind ‖ keyId ‖ salt) with AAD kind ‖ keyId. A sealer draws a salt per epoch of at most
-// 2^24 seals under random nonces, far inside GCM's 2^32 per key (docs/deploy.md#key-lifetime); an opener keeps the
-// keys of the salts it verified. The kind byte keeps one kind of token from passing for another; key ids make rotation
-// work (the first key seals, all open). v1 (no salt, under the ring key) still opens, and seals with `tokenVersion: 1`.
+// Token v2 = base64url(kind(1) ‖ keyId(4) ‖ salt(16) ‖ nonce(12) ‖ ciphertext ‖ tag(16)), AES-256-GCM under
+// HMAC-SHA256(ring key, kind ‖ keyId ‖ salt), AAD kind ‖ keyId; a salt per epoch (docs/deploy.md#key-lifetime). The
+// kind byte keeps one kind of token from passing for another; the first key seals, all open. v1 (no salt) still opens.
 import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, randomFillSync, type KeyObject } from 'node:crypto'
 import { InvalidRequestStateError } from '../errors.js'
 

@@ -18,10 +18,7 @@ function event (message: object): string {
 /** An SSE comment: every parser skips it, and every proxy sees bytes. */
 const HEARTBEAT = ': keep-alive\n\n'
 
-/**
- * The heartbeat ticks four times a heartbeat; a reply quiet for five ticks has been quiet at least a heartbeat (and
- * at most a quarter more).
- */
+/** Four ticks a heartbeat: a reply quiet for five has been quiet a heartbeat, and at most a quarter more. */
 const TICKS_PER_BEAT = 4
 const QUIET_TICKS = TICKS_PER_BEAT + 1
 
@@ -214,10 +211,7 @@ export class ReplyChannel implements NotificationStream {
     return true
   }
 
-  /**
-   * A heartbeat of quiet: a comment on the stream; a reply not yet sent becomes a stream with one, when the client
-   * takes `text/event-stream` (one that takes only JSON keeps waiting for its JSON).
-   */
+  /** A comment on the stream; a reply not yet sent becomes one, for a client that takes `text/event-stream`. */
   beat (): void {
     if (!this.#streaming && !String(this.#reply.request.headers.accept).toLowerCase().includes('text/event-stream')) return
     if (!this.#writable()) return
