@@ -79,7 +79,7 @@ const STAGES: Array<[string, (node: ProfileNode) => boolean]> = [
   ['seal', (node) => /lib\/modern\/codec\.js/.test(node.callFrame.url) && /^(encode|unwritable)$/.test(node.callFrame.functionName)],
   ['open', (node) => /lib\/seal\/seal\.js|lib\/modern\/codec\.js/.test(node.callFrame.url)],
   ['fingerprint', (node) => /lib\/replay\/fingerprint\.js|lib\/seal\/digest\.js/.test(node.callFrame.url)],
-  ['validation', (node) => /lib\/elicitation\/|lib\/json-schema\.js|\/ajv\//.test(node.callFrame.url) || node.callFrame.url === '' && /^validate/.test(node.callFrame.functionName)],
+  ['validation', (node) => /lib\/elicitation\/|lib\/json-schema\.js|\/ajv\//.test(node.callFrame.url) || (node.callFrame.url === '' && /^validate/.test(node.callFrame.functionName))],
   ['replay', (node) => /lib\/(replay|modern\/token-delivery|context|call)\b/.test(node.callFrame.url)],
   ['principal', (node) => /lib\/transport\/principal\.js|lib\/address\.js|lib\/features\/scopes\.js/.test(node.callFrame.url)],
   ['envelope', (node) => /lib\/protocol\/|lib\/transport\/(era|hosts|route)\.js|lib\/modern\/(transport|methods)\.js|lib\/features\//.test(node.callFrame.url)],
@@ -93,15 +93,12 @@ profile.samples.forEach((id, i) => {
   const dt = profile.timeDeltas[i] ?? 0
   const node = byId.get(id) as ProfileNode
   if (node.callFrame.functionName === '(idle)') return
-  let stage = 'Fastify, HTTP and the rest'
-  search: for (let at: ProfileNode | undefined = node; at !== undefined; at = parent.get(at.id)) {
-    for (const [name, test] of STAGES) {
-      if (test(at)) {
-        stage = name
-        break search
-      }
-    }
+  let stage: string | undefined
+  for (let at: ProfileNode | undefined = node; at !== undefined && stage === undefined; at = parent.get(at.id)) {
+    const frame = at
+    stage = STAGES.find(([, test]) => test(frame))?.[0]
   }
+  stage ??= 'Fastify, HTTP and the rest'
   stages.set(stage, (stages.get(stage) ?? 0) + dt)
 })
 console.log(`\nstages of a request (the innermost frame that names one)${perRequest === undefined ? '' : `, of ${perRequest} µs of server CPU per request`}`)

@@ -91,7 +91,7 @@ export interface Form {
   used: number
 }
 
-/** Forms by JSON text, and the last builders that found one, matched by an equal inline one (bench/README.md#questions). */
+/** Forms by JSON text; an inline builder equal to one of the last found matches it (bench/README.md#questions). */
 export class FormAnswers {
   readonly #compiler: SchemaCompiler
   readonly #forms = new Map<string, Form>()
