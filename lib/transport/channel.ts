@@ -205,18 +205,21 @@ export class ReplyChannel implements NotificationStream {
 
   /** Sends one message, opening the stream if needed; false once the client is gone, the reply done, or cut off. */
   notify (message: object): boolean {
-    if (!this.#writable()) return false
-    this.#reply.raw.write(event(message))
-    this.quietSince = this.#lifecycle.tick
-    return true
+    return this.#write(event(message))
   }
 
   /** A comment on the stream; a reply not yet sent becomes one, for a client that takes `text/event-stream`. */
   beat (): void {
-    if (!this.#streaming && !String(this.#reply.request.headers.accept).toLowerCase().includes('text/event-stream')) return
-    if (!this.#writable()) return
-    this.#reply.raw.write(HEARTBEAT)
+    if (this.#streaming || String(this.#reply.request.headers.accept).toLowerCase().includes('text/event-stream')) {
+      this.#write(HEARTBEAT)
+    }
+  }
+
+  #write (text: string): boolean {
+    if (!this.#writable()) return false
+    this.#reply.raw.write(text)
     this.quietSince = this.#lifecycle.tick
+    return true
   }
 
   /** Whether a write may go out now, the stream opened for it if need be: not once finished, gone or cut off. */
