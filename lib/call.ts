@@ -29,23 +29,30 @@ export interface LedgerEntry {
   r?: unknown
 }
 
+/** An effect `ctx.once` recorded: its key and its JSON value. */
+export type Effect = [key: string, value: unknown]
+
 export interface AskTarget {
   ask (question: Question, key: string | undefined, capabilities: ClientCapabilities, unavailable?: string):
   Promise<unknown>
+  once (key: string, fn: () => unknown): Promise<unknown>
   readonly signal: AbortSignal
   readonly asking: boolean
   readonly ledger: readonly LedgerEntry[]
+  readonly effects: readonly Effect[]
 }
 
 export interface ReplayStart {
   ledger: LedgerEntry[]
   responses: JsonObject | undefined
   round: number
+  effects?: Effect[]
 }
 
 export interface Asked {
   inputRequests: Record<string, InputRequest>
   ledger: LedgerEntry[]
+  effects: Effect[]
 }
 
 /** `replay`: the 2025 stream's answers, for the next pass; `parked`: a task stored the questions, nothing to reply. */
@@ -56,8 +63,8 @@ export type Delivered =
 
 /** A sealed requestState (2026-07-28), the call's stream (2025) or a task's record; see {@link CallState.detachTo}. */
 export interface Delivery {
-  /** Throws when what the request carries is refused. */
-  start (call: CallState): ReplayStart
+  /** Throws (or rejects) when what the request carries is refused. */
+  start (call: CallState): ReplayStart | Promise<ReplayStart>
   deliver (call: CallState, label: string, asked: Asked, round: number): Delivered | Promise<Delivered>
   /** Bytes a round's new ledger slots may take where the ledger travels, and the refusal in the delivery's words. */
   readonly budget?: { readonly bytes: number, tooLarge (requests: number): string }

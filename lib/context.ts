@@ -14,6 +14,9 @@ import { kCallState } from './symbols.js'
 
 export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './protocol/wire.js'
 
+/** What `ctx.once` resolves: the value as JSON reads it back (`undefined` becomes `null`). */
+export type Recorded<T> = T extends undefined | void ? null : T
+
 /** Options of `ctx.elicit`, `ctx.elicitUrl`, `ctx.sample` and `ctx.listRoots`. */
 export interface ElicitOptions {
   /** A stable key for this input request in `inputRequests`, unique within the request. Default `elicit-<ordinal>`. */
@@ -138,11 +141,10 @@ export class McpContext {
    *
    * **Idempotency contract.** mocapi keeps no state between rounds: when the answer is not known yet, the request ends
    * with an `input_required` result, and when the client retries, the handler runs again *from the top*, taking earlier
-   * answers from the ledger carried in `requestState`. Code before the last `elicit()` therefore runs once per round: a
-   * handler that charges a card and then asks for confirmation charges the card on every retry. Put side effects after
-   * the last `elicit()`, or behind your own idempotency keys. A handler must make the same `elicit()` calls in the same
-   * order on every replay, with the same message: text that embeds live data (a price fetched each round) breaks the
-   * replay.
+   * answers from the call's ledger. Code before the last `elicit()` therefore runs once per round. Wrap a side effect
+   * in {@link McpContext.once | `ctx.once`} to run it once per call (a charge, a quote whose price must not move), or
+   * put it after the last `elicit()`. A handler must make the same `elicit()` calls in the same order on every replay,
+   * with the same message: text that embeds live data breaks the replay unless that data came from `ctx.once`.
    *
    * Decline and cancel are values, not errors.
    */
@@ -194,6 +196,25 @@ export class McpContext {
    */
   listRoots<const O extends ElicitOptions = ElicitOptions> (options?: O): Promise<OrUnavailable<Root[], O>> {
     return this.#ask(ROOTS_QUESTION, options) as Promise<OrUnavailable<Root[], O>>
+  }
+
+  /**
+   * Runs `fn` once per call and journals its JSON result in the call's ledger, beside the answers: the first pass that
+   * reaches `key` runs it, every later pass of the same call (another round, another node, a task's next run) reads
+   * the recorded value back without calling `fn`. `undefined` is recorded as `null`; values are sealed like answers.
+   *
+   * Rejects, recording nothing, when `key` was already used in this pass, when the value is not JSON, or when its JSON
+   * takes more than `once.maxBytes` UTF-8 bytes; a throwing `fn` is not recorded either, so a later pass runs it again.
+   * A pass that asks a question waits for the effects it started before it answers: none that ran is lost. A client
+   * that starts the call over starts a new ledger.
+   */
+  once<T> (key: string, fn: () => T | PromiseLike<T>): Promise<Recorded<Awaited<T>>> {
+    const target = this[kCallState].target
+    if (target === undefined) {
+      return Promise.reject(new Error('ctx.once() journals an effect in a call\'s ledger: it is only available in tools/call, ' +
+        `prompts/get and resources/read handlers, not in ${this.method}`))
+    }
+    return target.once(key, fn) as Promise<Recorded<Awaited<T>>>
   }
 
   #ask (question: Question, options: ElicitOptions = {}): Promise<unknown> {

@@ -67,10 +67,11 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const ring = keyRing(fastify, options.keys, options.tokenVersion)
   const compiler = new SchemaCompiler()
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
-  const bus = new BusLink(options.bus ?? new InProcessBus(), fastify.log)
+  const notificationBus = options.bus ?? new InProcessBus()
+  const bus = new BusLink(notificationBus, fastify.log)
   const forms = new FormAnswers(compiler)
   const exchange = new Exchange(bus, fastify.log, options.answerTimeout, ACK_TIMEOUT_MS, options.limits)
-  const engine = new ReplayEngine(options.maxRounds, options.bodyLimit)
+  const engine = new ReplayEngine(options.maxRounds, options.bodyLimit, options.onceBytes)
   const handlers = new Handlers(engine, options.exposeErrors)
   const scopes = new Scopes(options.scopes)
   const resourceSettings = { cache: options.cache.resources, maxUriLength: options.limits.uriLength }
@@ -164,7 +165,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
         cache: options.cache.discover,
       },
     }, features),
-    delivery: new TokenDelivery(codec),
+    delivery: new TokenDelivery(codec, options.singleUse ? notificationBus.claim!.bind(notificationBus) : undefined),
     forms,
     serverInfo: options.serverInfo,
     supportedVersions: options.supportedVersions,

@@ -48,6 +48,17 @@ export interface MocapiOptions {
      * from a build before 2 existed, whose nodes open only 1 (docs/deploy.md#key-lifetime).
      */
     tokenVersion?: 1 | 2
+    /**
+     * Each round's token is good for one retry, fleet-wide: the retry claims it through the `bus` before the handler
+     * runs, and a second retry with the same token is refused (-32602). Default false. A client whose reply was lost
+     * cannot retry that round: it starts the call over. Needs a bus with `claim` (both of mocapi's have it).
+     */
+    singleUse?: boolean
+  }
+  /** What `ctx.once` may record. */
+  once?: {
+    /** UTF-8 bytes one recorded value's JSON may take. Default 4096. */
+    maxBytes?: number
   }
   /**
    * The caller's identity, bound into every requestState. Default: `request.user` when a string, else
@@ -194,6 +205,8 @@ interface ResolvedOptions {
   maxRounds: number
   maxTokenLength: number
   tokenVersion: TokenVersion
+  singleUse: boolean
+  onceBytes: number
   principal: ((request: FastifyRequest) => string | null | undefined) | undefined
   allowedOrigins: string[] | undefined
   allowedHosts: Set<string>
@@ -246,6 +259,7 @@ const DEFAULT_ANSWER_TIMEOUT = 300_000
 const DEFAULT_TASKS_PER_CALLER = 64
 const DEFAULT_TASK_BYTES_PER_CALLER = 16 * 1024 * 1024
 const DEFAULT_LEASE = 30_000
+const DEFAULT_ONCE_BYTES = 4096
 
 const TIMER_BOUND = 'about 24.8 days, the longest timer Node keeps: a longer one fires at once'
 const MAX_TOKEN_LENGTH = 1024 * 1024
@@ -269,14 +283,15 @@ function timerMs (value: unknown, name: string, fallback: number): number {
 }
 
 const KNOWN = new Set(['path', 'serverInfo', 'instructions', 'requestState', 'principal', 'allowedOrigins',
-  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'heartbeat', 'errors', 'legacy', 'tracing', 'session', 'tasks', 'elicitation', 'scopes'])
-const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion'])
+  'allowedHosts', 'pageSize', 'bodyLimit', 'cache', 'bus', 'protectedResource', 'limits', 'shutdownGrace', 'heartbeat', 'errors', 'legacy', 'tracing', 'session', 'tasks', 'elicitation', 'scopes', 'once'])
+const KNOWN_REQUEST_STATE = new Set(['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion', 'singleUse'])
 const KNOWN_CACHE = new Set(['discover', 'lists', 'resources'])
 const KNOWN_LIMITS = new Set(['uriLength', 'streamBufferBytes', 'streams', 'streamsPerCaller', 'subscriptionUris', 'batchSize', 'waitingCalls', 'waitingCallsPerCaller', 'tasksPerCaller', 'taskBytesPerCaller'])
 const KNOWN_SERVER_INFO = new Set(['name', 'version', 'title'])
 const KNOWN_SESSION = new Set(['ttl', 'answerTimeout'])
 const KNOWN_TASKS = new Set(['store', 'lease'])
 const KNOWN_ELICITATION = new Set(['disable'])
+const KNOWN_ONCE = new Set(['maxBytes'])
 
 /** A `TaskStore` given in `tasks.store`: an object with `create`, `get` and `update` functions. */
 function taskStoreOf (value: unknown): TaskStore | undefined {
@@ -333,9 +348,17 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     throw new InvalidOptionError(`elicitation.disable must be true, false or a function of the client's info, got ${describe(disable)}`)
   }
 
+  const once = plainObject(o.once ?? {}, 'once')
+  knownFields(once, KNOWN_ONCE, 'once.')
+
   const bus = o.bus
   if (bus !== undefined && (!isPlainObject(bus) || typeof bus.publish !== 'function' || typeof bus.subscribe !== 'function')) {
     throw new InvalidOptionError(`bus must have publish() and subscribe() methods, got ${describe(bus)}`)
+  }
+  const singleUse = optionalBoolean(rs.singleUse, 'requestState.singleUse', false)
+  if (singleUse && bus !== undefined && typeof (bus as { claim?: unknown }).claim !== 'function') {
+    throw new InvalidOptionError('requestState.singleUse needs a bus with a claim(id, ttlMs) method to refuse a second retry fleet-wide; ' +
+      'the bus given has none')
   }
 
   return {
@@ -347,6 +370,8 @@ export function resolveOptions (opts: unknown): ResolvedOptions {
     ttl: positiveInteger(rs.ttl, 'requestState.ttl', DEFAULT_TTL),
     maxRounds: positiveInteger(rs.maxRounds, 'requestState.maxRounds', DEFAULT_MAX_ROUNDS),
     tokenVersion: (rs.tokenVersion ?? 2) as TokenVersion,
+    singleUse,
+    onceBytes: positiveInteger(once.maxBytes, 'once.maxBytes', DEFAULT_ONCE_BYTES),
     maxTokenLength: boundedInteger(rs.maxTokenLength, 'requestState.maxTokenLength', DEFAULT_MAX_TOKEN_LENGTH, MAX_TOKEN_LENGTH, TOKEN_BOUND),
     principal: optionalFunction(o.principal, 'principal'),
     allowedOrigins: stringList(o.allowedOrigins, 'allowedOrigins'),

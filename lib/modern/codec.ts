@@ -1,6 +1,7 @@
 // A token carries all a replayed request needs (layout: seal.ts). Its plaintext is positional, `[method,
-// originalParams, ledger, issuedAt, principal, round?]` with `[k, f, r?]` slots (bench/README.md#compact-plaintext).
-import type { LedgerEntry } from '../call.js'
+// originalParams, ledger, issuedAt, principal, round?, effects?]` with `[k, f, r?]` slots and `[key, value]` effects
+// (bench/README.md#compact-plaintext); `round` is written whenever `effects` is.
+import type { Effect, LedgerEntry } from '../call.js'
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js'
 import { isPlainObject } from '../protocol/wire.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
@@ -12,6 +13,8 @@ export interface RequestStatePayload {
   issuedAt: number
   principal: string | null
   round?: number
+  /** What `ctx.once` recorded, in the order it ran. */
+  effects?: Effect[]
 }
 
 /** `ttl` in ms; `now` in epoch ms; token lengths in characters. */
@@ -85,9 +88,16 @@ export class RequestStateCodec {
       ledger[i] = r === undefined ? [k, f] : [k, f, r]
     }
     const issuedAt = payload.issuedAt ?? this.#now()
-    return this.#sealer.seal(JSON.stringify(round === undefined
-      ? [payload.method, payload.originalParams, ledger, issuedAt, principal]
-      : [payload.method, payload.originalParams, ledger, issuedAt, principal, round]))
+    const { effects } = payload
+    const plain: unknown[] = [payload.method, payload.originalParams, ledger, issuedAt, principal]
+    if (effects !== undefined && effects.length > 0) plain.push(round ?? 0, effects)
+    else if (round !== undefined) plain.push(round)
+    return this.#sealer.seal(JSON.stringify(plain))
+  }
+
+  /** How long the token of `payload` stays valid from now, in ms (at least 1). */
+  remaining (payload: RequestStatePayload): number {
+    return Math.max(1, payload.issuedAt + this.#ttl - this.#now())
   }
 
   /** Throws only InvalidRequestStateError (not genuine, or malformed) or ExpiredRequestStateError (past its TTL). */
@@ -109,7 +119,7 @@ export class RequestStateCodec {
 }
 
 function toPayload (plain: unknown): RequestStatePayload | undefined {
-  if (!Array.isArray(plain) || (plain.length !== 5 && plain.length !== 6)) return undefined
+  if (!Array.isArray(plain) || plain.length < 5 || plain.length > 7) return undefined
   const method: unknown = plain[0]
   const originalParams: unknown = plain[1]
   const entries: unknown = plain[2]
@@ -136,5 +146,21 @@ function toPayload (plain: unknown): RequestStatePayload | undefined {
   }
   const round: unknown = plain[5]
   if (!Number.isSafeInteger(round) || (round as number) < 0) return undefined
-  return { method, originalParams, ledger, issuedAt, principal, round: round as number }
+  if (plain.length === 6) return { method, originalParams, ledger, issuedAt, principal, round: round as number }
+  const effects = effectsOf(plain[6])
+  if (effects === undefined) return undefined
+  return { method, originalParams, ledger, issuedAt, principal, round: round as number, effects }
+}
+
+/** `[[key, value], …]` with distinct non-empty keys, or undefined. */
+function effectsOf (recorded: unknown): Effect[] | undefined {
+  if (!Array.isArray(recorded)) return undefined
+  const keys = new Set<string>()
+  for (const effect of recorded) {
+    if (!Array.isArray(effect) || effect.length !== 2) return undefined
+    const key: unknown = effect[0]
+    if (typeof key !== 'string' || key === '' || keys.has(key)) return undefined
+    keys.add(key)
+  }
+  return recorded as Effect[]
 }

@@ -1,8 +1,15 @@
+import type { NotificationBus } from '../bus/bus.js'
 import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
-import { InvalidRequestStateError, invalidParams, unboundPrincipal } from '../errors.js'
+import { ErrorCode, InvalidRequestStateError, McpError, invalidParams, unboundPrincipal } from '../errors.js'
 import type { JsonObject } from '../protocol/wire.js'
+import { digest } from '../seal/digest.js'
 import type { TokenTooLongError } from '../seal/seal.js'
-import { UncarriableError, type RequestStateCodec } from './codec.js'
+import { UncarriableError, type RequestStateCodec, type RequestStatePayload } from './codec.js'
+
+type Claim = NonNullable<NotificationBus['claim']>
+
+const ANSWERED = 'This round was already answered: a requestState is good for one retry (requestState.singleUse); ' +
+  'start the call over without requestState'
 
 /** Params fields that change from round to round, so are not part of a request's target. */
 function isRoundField (key: string): boolean {
@@ -42,10 +49,13 @@ function sameParams (original: JsonObject, params: JsonObject): boolean {
 /** The ledger goes out sealed in `requestState`, so the retry may reach any node holding the key. */
 export class TokenDelivery implements Delivery {
   readonly #codec: RequestStateCodec
+  /** Set with `requestState.singleUse`: claims each retried token fleet-wide, once. */
+  readonly #claim: Claim | undefined
   readonly budget: Delivery['budget']
 
-  constructor (codec: RequestStateCodec) {
+  constructor (codec: RequestStateCodec, claim?: Claim) {
     this.#codec = codec
+    this.#claim = claim
     // One round's new ledger slots can never pass the bytes a token of maxTokenLength characters carries.
     this.budget = {
       bytes: Math.floor(codec.maxTokenLength * 3 / 4),
@@ -54,7 +64,7 @@ export class TokenDelivery implements Delivery {
   }
 
   /** Any failed check of a retry's requestState (integrity, TTL, principal, method, params) is one opaque refusal. */
-  start (call: CallState): ReplayStart {
+  start (call: CallState): ReplayStart | Promise<ReplayStart> {
     const responses = call.params.inputResponses as JsonObject | undefined
     const token = call.params.requestState
     if (typeof token !== 'string') return { ledger: [], responses, round: 0 }
@@ -63,7 +73,25 @@ export class TokenDelivery implements Delivery {
     if (payload.principal !== call.principal.value) throw new InvalidRequestStateError('principal mismatch')
     if (payload.method !== call.method) throw new InvalidRequestStateError('method mismatch')
     if (!sameParams(payload.originalParams, call.params)) throw new InvalidRequestStateError('target or arguments mismatch')
-    return { ledger: payload.ledger, responses, round: payload.round ?? 0 }
+    const start = { ledger: payload.ledger, responses, round: payload.round ?? 0, effects: payload.effects }
+    return this.#claim === undefined ? start : this.#claimed(call, token, payload, start)
+  }
+
+  /** A genuine token's retry claims it before the handler runs: of two retries with one token, exactly one runs. */
+  async #claimed (call: CallState, token: string, payload: RequestStatePayload, start: ReplayStart):
+  Promise<ReplayStart> {
+    let first: boolean
+    try {
+      first = await this.#claim!(digest('claim', token), this.#codec.remaining(payload))
+    } catch (error) {
+      call.request.log.error({ err: error }, 'mocapi could not claim a single-use requestState: the bus failed')
+      throw new McpError(ErrorCode.InternalError, 'The server could not check that this round is answered once (requestState.singleUse): try again later', { statusCode: 503 })
+    }
+    if (!first) {
+      call.request.log.info({ mcp: { method: call.method, round: start.round } }, 'mocapi refused a requestState: its round was already answered (singleUse)')
+      throw invalidParams(ANSWERED)
+    }
+    return start
   }
 
   deliver (call: CallState, label: string, asked: Asked, round: number): Delivered {
@@ -73,6 +101,7 @@ export class TokenDelivery implements Delivery {
         method: call.method,
         originalParams: originalParamsOf(call.params),
         ledger: asked.ledger,
+        effects: asked.effects,
         principal: call.principal.value,
         round
       })
@@ -81,7 +110,7 @@ export class TokenDelivery implements Delivery {
       // The principal is a string or null, so the only other failure is a token too long.
       const length = (error as TokenTooLongError).length
       throw invalidParams(`${label} asked for more input than a requestState token holds (${length} characters, ` +
-        `requestState.maxTokenLength is ${this.#codec.maxTokenLength})`)
+        `requestState.maxTokenLength is ${this.#codec.maxTokenLength}): its answers and ctx.once values count`)
     }
     return { kind: 'reply', result: { resultType: 'input_required', inputRequests: asked.inputRequests, requestState } }
   }

@@ -8,6 +8,7 @@ export interface RedisConnection {
   readonly isReady: boolean
   connect (): Promise<unknown>
   publish (channel: string, message: string): Promise<unknown>
+  sendCommand (args: string[]): Promise<unknown>
   subscribe (channel: string, listener: (message: string) => void): Promise<unknown>
   unsubscribe (channel?: string): Promise<unknown>
   close (): Promise<unknown>
@@ -131,6 +132,13 @@ export class RedisBus implements NotificationBus {
   async send (node: string, message: object): Promise<boolean> {
     const received = await this.#command((publisher) => publisher.publish(`${this.#channel}:node:${node}`, JSON.stringify(message)))
     return typeof received === 'number' && received > 0
+  }
+
+  /** Claims `id` for `ttlMs` ms with one atomic `SET <channel>:claim:<id> 1 NX PX <ttlMs>`: true for the first. */
+  async claim (id: string, ttlMs: number): Promise<boolean> {
+    const key = `${this.#channel}:claim:${id}`
+    const reply = await this.#command((publisher) => publisher.sendCommand(['SET', key, '1', 'NX', 'PX', String(Math.max(1, Math.ceil(ttlMs)))]))
+    return reply === 'OK'
   }
 
   /** Receives the messages sent to `node`. */

@@ -10,10 +10,13 @@ export class ReplayEngine {
   readonly #maxRounds: number
   /** Characters the requests of one round may take as sent (bodyLimit), whatever the delivery. */
   readonly #size: number
+  /** UTF-8 bytes one value of `ctx.once` may take (`once.maxBytes`). */
+  readonly #onceBytes: number
 
-  constructor (maxRounds: number, size: number) {
+  constructor (maxRounds: number, size: number, onceBytes: number) {
     this.#maxRounds = maxRounds
     this.#size = size
+    this.#onceBytes = onceBytes
   }
 
   #budgetOf (call: CallState): () => Delivery['budget'] {
@@ -22,11 +25,13 @@ export class ReplayEngine {
 
   /** Runs passes until the handler completes or a round goes out; the call keeps the round it ran (`call.round`). */
   async run<T> (call: CallState, label: string, fn: () => T | PromiseLike<T>): Promise<Outcome<T>> {
-    let { ledger, responses, round } = call.delivery.start(call)
+    const started = call.delivery.start(call)
+    let { ledger, responses, round, effects = [] } = started instanceof Promise ? await started : started
     for (;;) {
       // A client gone before the handler began aborted before anyone listened: a handler awaiting the abort would hang.
       if (call.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(call.stream.signal.reason as Error).message}`)
-      const pass = new ReplayPass(ledger, responses, { size: this.#size, delivery: this.#budgetOf(call) })
+      const budget = { size: this.#size, delivery: this.#budgetOf(call), onceBytes: this.#onceBytes }
+      const pass = new ReplayPass(ledger, responses, budget, effects)
       call.enter(pass, round + 1)
       const outcome = await pass.run(fn)
       const log = call.request.log
@@ -43,6 +48,7 @@ export class ReplayEngine {
       if (delivered.kind === 'reply') return delivered.result
       if (delivered.kind === 'parked') return { parked: outcome }
       ledger = outcome.ledger
+      effects = outcome.effects
       responses = delivered.responses
       round++
     }

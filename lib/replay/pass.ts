@@ -1,13 +1,14 @@
-import type { AskTarget, Delivery, LedgerEntry } from '../call.js'
+import type { AskTarget, Delivery, Effect, LedgerEntry } from '../call.js'
 import { defaultKey, type Question } from '../elicitation/questions.js'
 import { noop } from '../check.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
 import { setOwn, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
+import { copyOf, notJson } from './effects.js'
 import { differingPart, fingerprint } from './fingerprint.js'
 
 type PassOutcome<T> =
   | { kind: 'complete', value: T }
-  | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[] }
+  | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[], effects: Effect[] }
 
 const INPUT_REQUIRED = 'mocapi: this round needs input from the client; the handler runs again when the client answers'
 
@@ -33,6 +34,8 @@ interface RoundBudget {
   readonly size: number
   /** What the call's delivery carries, read at each ask: a call may become a task mid-pass. */
   readonly delivery: () => Delivery['budget']
+  /** UTF-8 bytes of one value `ctx.once` records (`once.maxBytes`). */
+  readonly onceBytes: number
 }
 
 /** One run of a handler: its Nth ask reads ledger slot N; asks made in the turn of the first unanswered one join it. */
@@ -40,6 +43,12 @@ export class ReplayPass implements AskTarget {
   readonly #ledger: LedgerEntry[]
   readonly #responses: JsonObject | undefined
   readonly #budget: RoundBudget
+  readonly #effects: Effect[]
+  #recorded: Map<string, unknown> | undefined
+  #onceKeys: Set<string> | undefined
+  /** Effects started and not settled: a pass that yields waits for them, so none that ran goes unrecorded. */
+  #running: Set<Promise<void>> | undefined
+  #draining = false
   #keys: Set<string> | undefined
   #ordinal = 0
   #pendingBytes = 0
@@ -51,10 +60,11 @@ export class ReplayPass implements AskTarget {
   #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
   #reject: ((error: unknown) => void) | undefined
 
-  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, budget: RoundBudget) {
+  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, budget: RoundBudget, effects: Effect[] = []) {
     this.#ledger = ledger
     this.#responses = responses
     this.#budget = budget
+    this.#effects = effects
   }
 
   get signal (): AbortSignal {
@@ -69,6 +79,10 @@ export class ReplayPass implements AskTarget {
 
   get ledger (): readonly LedgerEntry[] {
     return this.#ledger
+  }
+
+  get effects (): readonly Effect[] {
+    return this.#effects
   }
 
   get counts (): { answered: number, pending: number } {
@@ -150,12 +164,72 @@ export class ReplayPass implements AskTarget {
       // A plain object, not Object.create(null): bench/README.md#questions.
       this.#pending = {}
       this.#yielded = rejected(inputRequired())
-      setImmediate(() => this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger }))
+      setImmediate(() => { this.#drain() })
     }
     // Assignment would take `__proto__` for the prototype.
     if (key === '__proto__') setOwn(this.#pending, key, question.build())
     else this.#pending[key] = question.build()
     return this.#yielded as Promise<never>
+  }
+
+  /** Runs `fn` unless this call's journal holds `key`, and records its JSON value; refusals name the key. */
+  once (key: string, fn: () => unknown): Promise<unknown> {
+    if (this.#closed || this.#draining) {
+      return this.#yielded ?? rejected(new Error('ctx.once() was called after the handler\'s pass ended'))
+    }
+    if (typeof key !== 'string' || key === '' || typeof fn !== 'function') {
+      return Promise.reject(new InvalidArgumentError(`ctx.once() needs a non-empty key string and a function, got ${typeof key} and ${typeof fn}`))
+    }
+    const keys = (this.#onceKeys ??= new Set())
+    if (keys.has(key)) return Promise.reject(new InvalidArgumentError(`ctx.once("${key}") was called twice in one pass: a key names one effect`))
+    keys.add(key)
+    const recorded = this.#journal()
+    if (recorded.has(key)) return Promise.resolve(copyOf(recorded.get(key)))
+    let started: Promise<unknown>
+    try {
+      started = Promise.resolve(fn())
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    const recording = started.then((value) => this.#record(key, value))
+    const running = (this.#running ??= new Set())
+    const settled = recording.then(noop, noop)
+    running.add(settled)
+    settled.then(() => running.delete(settled), noop)
+    return recording
+  }
+
+  #journal (): Map<string, unknown> {
+    if (this.#recorded === undefined) {
+      this.#recorded = new Map()
+      for (const [key, value] of this.#effects) this.#recorded.set(key, value)
+    }
+    return this.#recorded
+  }
+
+  #record (key: string, value: unknown): unknown {
+    const reason = notJson(value === undefined ? null : value)
+    if (reason !== undefined) throw new InvalidArgumentError(`ctx.once("${key}") cannot record its value: it holds ${reason}, which is not JSON`)
+    const json = JSON.stringify(value ?? null)
+    const bytes = Buffer.byteLength(json)
+    if (bytes > this.#budget.onceBytes) {
+      throw new InvalidArgumentError(`ctx.once("${key}") cannot record its value: its JSON takes ${bytes} bytes, more than once.maxBytes (${this.#budget.onceBytes})`)
+    }
+    const kept: unknown = JSON.parse(json)
+    this.#effects.push([key, kept])
+    this.#journal().set(key, kept)
+    return JSON.parse(json)
+  }
+
+  /** The round goes out once the effects the pass started have settled, and were recorded. */
+  #drain (): void {
+    this.#draining = true
+    const outcome = (): void => {
+      this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger: this.#ledger, effects: this.#effects })
+    }
+    const running = this.#running
+    if (running === undefined || running.size === 0) outcome()
+    else Promise.all(running).then(outcome, noop)
   }
 
   /** The handler's value is the outcome only if the pass has not yielded or failed. */

@@ -1,6 +1,6 @@
 /** What a task carries between its passes, sealed so a store sees only ids, statuses and timestamps. */
 import { createHmac } from 'node:crypto'
-import type { LedgerEntry } from '../call.js'
+import type { Effect, LedgerEntry } from '../call.js'
 import type { InvalidRequestStateError } from '../errors.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 import { deepFreeze, type InputRequest, type JsonObject, type RequestId } from '../protocol/wire.js'
@@ -21,6 +21,8 @@ export interface TaskState {
   readonly pollInterval: number
   readonly ledger: LedgerEntry[]
   readonly round: number
+  /** What `ctx.once` recorded in the passes so far (left out while empty). */
+  readonly effects?: Effect[]
   /** While `input_required`: the questions, and the answers given so far. */
   readonly asked?: Record<string, InputRequest>
   readonly answers?: JsonObject

@@ -66,7 +66,7 @@ export class TaskRunner {
       const failure = error instanceof McpError ? error.toJSON() : { code: ErrorCode.InternalError, message: 'Internal error' }
       if (!(error instanceof McpError)) this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: a task pass failed')
       // A failed task keeps nothing it no longer needs, so its write fits where the pass's own did not.
-      const { asked: _asked, answers: _answers, result: _result, ...kept } = running.current.state
+      const { asked: _asked, answers: _answers, result: _result, effects: _effects, ...kept } = running.current.state
       await running.write('failed', { ...kept, ledger: [], error: failure, message: failure.message })
     }
     passing.then(async (end) => {

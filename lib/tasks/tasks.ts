@@ -14,6 +14,7 @@ import type { Task, TaskSealer, TaskState } from './record.js'
 import { TaskRepository } from './repository.js'
 import { TERMINAL, TaskRunner, type PassEnd } from './runner.js'
 import { TaskStream } from './running.js'
+import { effectsOf } from './task-delivery.js'
 import type { TaskQuota, TaskStatus, TaskStore } from './store.js'
 import { detailed, summary } from './view.js'
 
@@ -97,7 +98,7 @@ export class Tasks {
     }
     let created: Task
     try {
-      created = await this.#create(ctx, task, 'working', { ledger: [...call.target!.ledger], round: call.round })
+      created = await this.#create(ctx, task, 'working', { ledger: [...call.target!.ledger], round: call.round, ...effectsOf(call.target!) })
     } catch (error) {
       released.reject(error)
       const stream = new TaskStream(noop)
@@ -175,7 +176,7 @@ export class Tasks {
     return this.#runner.close()
   }
 
-  async #create (ctx: McpContext, task: ToolTask, status: TaskStatus, fields: Pick<TaskState, 'ledger' | 'round' | 'result'>): Promise<Task> {
+  async #create (ctx: McpContext, task: ToolTask, status: TaskStatus, fields: Pick<TaskState, 'ledger' | 'round' | 'result' | 'effects'>): Promise<Task> {
     const call = ctx[kCallState]
     if (call.principal.state === 'unbound') throw unboundPrincipal('its task')
     const { capabilities, info } = call.client

@@ -101,6 +101,10 @@ t.test('round trip', async (t) => {
   const second = { ...payload, issuedAt: T0, round: 2 }
   t.same(codec.decode(codec.encode(second)), second)
   t.notOk('round' in codec.decode(codec.encode({ ...payload, round: undefined })))
+  const effects: Array<[string, unknown]> = [['quote', { price: 41 }], ['charge', 'RCPT-1']]
+  t.same(codec.decode(codec.encode({ ...second, effects })), { ...second, effects }, 'recorded effects travel')
+  t.same(codec.decode(codec.encode({ ...payload, issuedAt: T0, effects })), { ...payload, issuedAt: T0, round: 0, effects }, 'with the round, 0 when none was given')
+  t.notOk('effects' in codec.decode(codec.encode({ ...second, effects: [] })), 'no effects, no member')
 
   const unicode = { ...payload, originalParams: { text: 'héllo ✓ 𝄞 日本' } }
   t.same(codec.decode(codec.encode(unicode)).originalParams, unicode.originalParams)
@@ -364,6 +368,8 @@ t.test('payload shape is checked after decryption', async (t) => {
   const array = plaintext(good)
   t.same(codec.decode(seal(key, JSON.stringify(array))), good)
   t.same(codec.decode(seal(key, JSON.stringify([...array, 0]))), { ...good, round: 0 })
+  t.same(codec.decode(seal(key, JSON.stringify([...array, 2, [['quote', { price: 1 }], ['none', null]]]))),
+    { ...good, round: 2, effects: [['quote', { price: 1 }], ['none', null]] }, 'what ctx.once recorded, after the round')
   t.equal(reason(() => codec.decode(seal(key, 'not json at all'))), 'plaintext is not JSON')
   t.equal(reason(() => codec.decode(seal(key, ''))), 'too short')
 
@@ -397,6 +403,13 @@ t.test('payload shape is checked after decryption', async (t) => {
     [...array, '1'],
     [...array, null],
     [...array, 2 ** 53],
+    [...array, 0, [['k']]],
+    [...array, 0, [['', 1]]],
+    [...array, 0, [[1, 1]]],
+    [...array, 0, [null]],
+    [...array, 0, {}],
+    [...array, 0, [['k', 1], ['k', 2]]],
+    [...array, 0, [], 'extra'],
   ]
   for (const value of malformed) {
     t.equal(reason(() => codec.decode(seal(key, JSON.stringify(value)))), 'malformed payload', JSON.stringify(value))
