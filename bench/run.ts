@@ -36,16 +36,12 @@
  * also keeps a server's helper threads (the garbage collector's) on that one core. The targets
  * were set unpinned, which stays the default.
  */
-import autocannon from 'autocannon'
 import { execFileSync } from 'node:child_process'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
-import { forkServer, serverCpu, type Server } from './child.js'
-
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
-const CONNECTIONS = 16
+import { forkServer, type Server } from './child.js'
+import { CONNECTIONS, JSON_ACCEPT, ROUNDS, SECONDS, load, post, resultOf, textOf, type Call, type Reply, type Run } from './http.js'
 const MOCAPI_PORT = 3101
 const BARE_PORT = 3102
 const CODEC_PORT = 3103
@@ -70,107 +66,10 @@ function pin (pid: number, cpu: number): boolean {
 }
 const PINNED = process.env.BENCH_PIN === '1' && cpus().length >= 2 && pin(process.pid, 0)
 
-/**
- * One request of a run: a 2026-07-28 request (`tools/call` unless `method` says otherwise), or with `legacy` a
- * 2025-11-25 one, in the session `session` names when the server keeps sessions.
- */
-interface Call { method?: 'tools/list', name?: string, params?: Record<string, unknown>, legacy?: true, session?: string }
-
-const JSON_ACCEPT = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
-function headers (call: Call): Record<string, string> {
-  if (call.legacy === true) {
-    return call.session === undefined
-      ? { ...JSON_ACCEPT, 'mcp-protocol-version': '2025-11-25' }
-      : { ...JSON_ACCEPT, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': call.session }
-  }
-  const modern = { ...JSON_ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': call.method ?? 'tools/call' }
-  return call.name === undefined ? modern : { ...modern, 'mcp-name': call.name }
-}
-const meta = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
-  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1.0.0' },
-}
-const body = (call: Call) => JSON.stringify({
-  jsonrpc: '2.0',
-  id: 1,
-  method: call.method ?? 'tools/call',
-  params: { ...(call.name !== undefined && { name: call.name }), ...call.params, ...(call.legacy !== true && { _meta: meta }) },
-})
-
 async function start (kind: string, port: number, env: Record<string, string> = {}, script = serverScript): Promise<Server> {
   const server = await forkServer(script, script === sdkScript ? [String(port)] : [kind, String(port)], port, env)
   if (PINNED && !pin(server.child.pid as number, 1)) throw new Error(`bench setup: taskset could not move the ${kind} server to CPU 1`)
   return server
-}
-
-/** Busy CPU time of the whole machine so far, in microseconds, over all cores. */
-function machineCpu (): number {
-  return cpus().reduce((sum, { times }) => sum + (times.user + times.nice + times.sys + times.irq) * 1000, 0)
-}
-
-function ownCpu (): number {
-  const { user, system } = process.cpuUsage()
-  return user + system
-}
-
-interface Reply { status: number, contentType: string | null, text: string }
-
-async function post (port: number, call: Call): Promise<Reply> {
-  const response = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: headers(call), body: body(call) })
-  return { status: response.status, contentType: response.headers.get('content-type'), text: await response.text() }
-}
-
-/** The JSON-RPC result of a reply, whether it came as a JSON body or as an event stream's last message. */
-function resultOf (reply: Reply): any {
-  const text = reply.contentType?.startsWith('text/event-stream') === true
-    ? reply.text.split('\n').filter((line) => line.startsWith('data:')).at(-1)?.slice(5) ?? ''
-    : reply.text
-  try {
-    return JSON.parse(text).result
-  } catch {
-    return undefined
-  }
-}
-/** The text of a successful tool result's first content block. */
-const textOf = (reply: Reply): unknown => {
-  const result = resultOf(reply)
-  return reply.status === 200 && result?.isError !== true ? result?.content?.[0]?.text : undefined
-}
-
-interface Run {
-  rps: number
-  /** CPU used during the run, in percent of one core. */
-  server: number
-  loader: number
-  other: number
-}
-
-async function load (server: Server, calls: readonly Call[]): Promise<Run> {
-  const cpu0 = await serverCpu(server)
-  const own0 = ownCpu()
-  const machine0 = machineCpu()
-  const start = process.hrtime.bigint()
-  const result = await autocannon({
-    url: `http://127.0.0.1:${server.port}/mcp`,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    requests: calls.map((c) => ({ method: 'POST', path: '/mcp', headers: headers(c), body: body(c) })),
-  })
-  const elapsed = Number(process.hrtime.bigint() - start) / 1000
-  const serverUsed = await serverCpu(server) - cpu0
-  const ownUsed = ownCpu() - own0
-  const machineUsed = machineCpu() - machine0
-  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
-    throw new Error(`port ${server.port}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`)
-  }
-  const percent = (us: number): number => Math.round(100 * us / elapsed)
-  return {
-    rps: result.requests.average,
-    server: percent(serverUsed),
-    loader: percent(ownUsed),
-    other: Math.max(0, percent(machineUsed - serverUsed - ownUsed)),
-  }
 }
 
 function fail (message: string): never {

@@ -2,6 +2,7 @@
  * The demo server behind `npm start`: a small travel desk on http://127.0.0.1:3000/mcp
  * (PORT overrides). With no keys configured it uses an ephemeral requestState key and says so once.
  */
+import { randomBytes } from 'node:crypto'
 import Fastify from 'fastify'
 import cors from '@fastify/cors'
 import mocapi, { requestedSchema } from '../lib/index.js'
@@ -72,24 +73,28 @@ app.mcp.tool({
   inputSchema: { type: 'object', properties: { to: { type: 'string', minLength: 1 } }, required: ['to'], additionalProperties: false },
   ui: { resourceUri: 'ui://demo/booking-card' },
 }, async (args: { to: string }, ctx) => {
-  // Everything above the last elicit() re-runs on each round: keep it free of side effects.
+  // Everything above the last elicit() re-runs on each round: keep it free of side effects, or wrap them in ctx.once.
   // Each field has a title and a default, so a host's form can be sent as it first shows.
   const trip = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema()
     .boolean('confirm', { title: 'Confirm the booking', default: false })
     .choose('cabin', [{ value: 'economy', title: 'Economy' }, { value: 'business', title: 'Business' }], { title: 'Cabin', default: 'economy' }))
   const nothing = (text: string) => ({ content: [{ type: 'text' as const, text }], structuredContent: { booked: false } })
   if (trip.action !== 'accept' || !trip.content.confirm) return nothing('Nothing booked')
+  // The seat is held once per call: the replay that asks for the seat preference reads the reference back (ctx.once).
+  const hold = await ctx.once('hold', () => ({ reference: `TRV-${randomBytes(3).toString('hex').toUpperCase()}` }))
   const seat = await ctx.elicit('Any seat preference?', requestedSchema()
     .choose('seat', ['window', 'aisle', 'middle'], { title: 'Seat' })
     .string('note', { title: 'Note for the crew', maxLength: 200, optional: true }))
   // Declining the seat question books without a preference; cancelling it (dismissing the whole thing) books nothing.
   if (seat.action === 'cancel') return nothing('Nothing booked (cancelled)')
   const chosen = seat.action === 'accept' ? seat.content.seat : undefined
-  // The side effect belongs here, after the last elicit().
+  // Any other side effect belongs here, after the last elicit().
   // Text first, for the model and for hosts without views; the card renders structuredContent.
   return {
     content: [{ type: 'text' as const, text: `Booked ${trip.content.cabin} to ${args.to}${chosen === undefined ? '' : `, ${chosen} seat`}` }],
-    structuredContent: { booked: true, to: args.to, cabin: trip.content.cabin, ...(chosen === undefined ? {} : { seat: chosen }) },
+    structuredContent: {
+      booked: true, to: args.to, cabin: trip.content.cabin, reference: hold.reference, ...(chosen === undefined ? {} : { seat: chosen }),
+    },
   }
 })
 

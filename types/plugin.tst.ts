@@ -68,6 +68,25 @@ test('{ unavailable: \'return\' } adds the unavailable outcome to the answer, an
   })
 })
 
+test('ctx.once resolves what its function returns, as JSON reads it back', async () => {
+  const app = Fastify()
+  app.mcp.tool({ name: 'book' }, async (_args, ctx) => {
+    expect(await ctx.once('quote', async () => ({ price: 120, currency: 'EUR' as const })))
+      .type.toBe<{ price: number, currency: 'EUR' }>()
+    expect(await ctx.once('count', () => 3)).type.toBe<number>()
+    expect(await ctx.once('note', (): string | undefined => undefined)).type.toBe<string | null>()
+    expect(await ctx.once('nothing', () => {})).type.toBe<null>()
+    expect(ctx.once).type.not.toBeCallableWith(42, () => 1)
+    return 'ok'
+  })
+})
+
+test('options of ctx.once and single-use rounds are typed', () => {
+  expect<MocapiOptions>().type.toBeAssignableFrom({ requestState: { singleUse: true }, once: { maxBytes: 8192 } })
+  expect<MocapiOptions>().type.not.toBeAssignableFrom({ requestState: { singleUse: 'yes' } })
+  expect<MocapiOptions>().type.not.toBeAssignableFrom({ once: { maxBytes: '8k' } })
+})
+
 test('the error family', () => {
   expect(new ExpiredRequestStateError()).type.toBeAssignableTo<InvalidRequestStateError>()
   expect(new InvalidRequestStateError('x')).type.toBeAssignableTo<McpError>()

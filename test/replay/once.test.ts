@@ -197,6 +197,7 @@ t.test('what ctx.once refuses, naming the key, with nothing recorded', async (t)
     tool('sync', (ctx) => ctx.once('s', () => { count(runs, 'sync'); throw new Error('thrown at once') }))
     tool('nothing', (ctx) => ctx.once('nothing', () => {}))
     tool('bare', (ctx) => ctx.once('bare', () => Object.assign(Object.create(null), { fine: true, gone: undefined })))
+    tool('list', (ctx) => ctx.once('list', () => [1, 'two', { three: [3] }, null]))
   })
   const failures: Record<string, string> = {
     twice: 'ctx.once("k") was called twice in one pass: a key names one effect',
@@ -218,6 +219,7 @@ t.test('what ctx.once refuses, naming the key, with nothing recorded', async (t)
   t.equal(runs.sync, 1)
   t.same((await call(app, 'tools/call', { name: 'nothing' })).body.result.content, [{ type: 'text', text: 'null' }], 'undefined is recorded as null')
   t.same((await call(app, 'tools/call', { name: 'bare' })).body.result.content, [{ type: 'text', text: '{"fine":true}' }], 'a field left undefined is left out')
+  t.same((await call(app, 'tools/call', { name: 'list' })).body.result.content, [{ type: 'text', text: '[1,"two",{"three":[3]},null]' }])
 })
 
 t.test('ctx.once outside a call, and after the pass that made it ended', async (t) => {
