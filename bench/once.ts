@@ -60,13 +60,18 @@ try {
       runs[`${which}Bare`].push(await load(bare, calls))
     }
   }
-  const ratios = (a: Run[], b: Run[]): number => median(a.map((run, i) => run.rps / b[i].rps))
-  const line = (label: string, ours: Run[], ref: Run[]) =>
-    console.log(`${label.padEnd(34)}${Math.round(median(ours.map((r) => r.rps))).toString().padStart(8)}${Math.round(median(ref.map((r) => r.rps))).toString().padStart(10)}${ratios(ours, ref).toFixed(2).padStart(9)}`)
-  console.log(`${'workload (mocapi / bare route)'.padEnd(34)}${'req/s'.padStart(8)}${'bare'.padStart(10)}${'ratio'.padStart(9)}`)
+  // Requests per second of server CPU: steadier than req/s when other load on the machine moves.
+  const perCpu = (run: Run): number => run.rps / Math.max(run.server, 1) * 100
+  const ratios = (a: Run[], b: Run[], of = (run: Run) => run.rps): number => median(a.map((run, i) => of(run) / of(b[i])))
+  const line = (label: string, ours: Run[], ref: Run[]) => console.log(label.padEnd(34) +
+    Math.round(median(ours.map((r) => r.rps))).toString().padStart(8) + Math.round(median(ref.map((r) => r.rps))).toString().padStart(10) +
+    ratios(ours, ref).toFixed(2).padStart(9) + ratios(ours, ref, perCpu).toFixed(2).padStart(12))
+  console.log(`${'workload (mocapi / bare route)'.padEnd(34)}${'req/s'.padStart(8)}${'bare'.padStart(10)}${'ratio'.padStart(9)}${'per CPU'.padStart(12)}`)
   line('one-question flow', runs.plain, runs.plainBare)
   line('one-question flow, one ctx.once', runs.once, runs.onceBare)
-  console.log(`\nctx.once against without, paired: ${ratios(runs.once, runs.plain).toFixed(2)} of the flow's req/s`)
+  console.log(`\nctx.once against without, paired: ${ratios(runs.once, runs.plain).toFixed(2)} of the flow's req/s, ` +
+    `${ratios(runs.once, runs.plain, perCpu).toFixed(2)} per server CPU; the bare route against itself across the two: ` +
+    `${ratios(runs.onceBare, runs.plainBare).toFixed(2)} (the noise)`)
   console.log(`tokens: ${plain.token.length} characters without, ${once.token.length} with the recorded quote`)
   console.log(`${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per server, alternating, Node ${process.version}`)
 } finally {

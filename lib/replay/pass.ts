@@ -47,7 +47,7 @@ export class ReplayPass implements AskTarget {
   #recorded: Map<string, unknown> | undefined
   #onceKeys: Set<string> | undefined
   /** Effects started and not settled: a pass that yields waits for them, so none that ran goes unrecorded. */
-  #running: Set<Promise<void>> | undefined
+  #running = 0
   #draining = false
   #keys: Set<string> | undefined
   #ordinal = 0
@@ -192,10 +192,8 @@ export class ReplayPass implements AskTarget {
       return Promise.reject(error)
     }
     const recording = started.then((value) => this.#record(key, value))
-    const running = (this.#running ??= new Set())
-    const settled = recording.then(noop, noop)
-    running.add(settled)
-    settled.then(() => running.delete(settled), noop)
+    this.#running++
+    recording.then(this.#settled, this.#settled)
     return recording
   }
 
@@ -221,15 +219,18 @@ export class ReplayPass implements AskTarget {
     return JSON.parse(json)
   }
 
+  readonly #settled = (): void => {
+    if (--this.#running === 0 && this.#draining) this.#answer()
+  }
+
   /** The round goes out once the effects the pass started have settled, and were recorded. */
   #drain (): void {
     this.#draining = true
-    const outcome = (): void => {
-      this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger: this.#ledger, effects: this.#effects })
-    }
-    const running = this.#running
-    if (running === undefined || running.size === 0) outcome()
-    else Promise.all(running).then(outcome, noop)
+    if (this.#running === 0) this.#answer()
+  }
+
+  #answer (): void {
+    this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger: this.#ledger, effects: this.#effects })
   }
 
   /** The handler's value is the outcome only if the pass has not yielded or failed. */
