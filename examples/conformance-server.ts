@@ -252,6 +252,9 @@ export async function conformanceServer (logLevel = 'warn') {
   mcp.resourceTemplate({ uriTemplate: 'test://template/{id}/data', name: 'template', description: 'Data by id', mimeType: 'application/json' },
     (_uri, { id }) => JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }))
 
+  // The skills extension (SEP-2640): two skills, the first with a subfolder for resources/directory/read.
+  await mcp.skills(new URL(import.meta.url.includes('/dist/') ? '../../examples/conformance-skills/' : './conformance-skills/', import.meta.url))
+
   // The tasks extension (SEP-2663): the fixture tools its scenarios call.
   mcp.tool({
     name: 'greet',

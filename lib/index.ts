@@ -12,6 +12,7 @@ import { InProcessBus } from './bus/bus.js'
 import type { ChangeEvent } from './bus/events.js'
 import { Subscriptions } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
+import { Skills } from './features/skills.js'
 import { Views } from './features/views.js'
 import { SchemaCompiler } from './json-schema.js'
 import { ACK_TIMEOUT_MS, Exchange } from './legacy/exchange.js'
@@ -77,6 +78,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const resourceSettings = { cache: options.cache.resources, maxUriLength: options.limits.uriLength }
   const resources = new Resources(handlers, resourceSettings, scopes)
   const views = new Views(resources)
+  const skills = new Skills(resources, scopes, { ...resourceSettings, pageSize: options.pageSize })
   const tools = new Tools(handlers, compiler, scopes, views)
   const prompts = new Prompts(handlers, compiler, scopes)
   const taskStore: TaskStore = options.taskStore ?? new MemoryTaskStore()
@@ -122,7 +124,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     if (live) bus.publish(event)
   }
 
-  const features = { tools, prompts, resources, subscriptions, handlers, tasks, views }
+  const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills }
   fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections(), options.heartbeat)
@@ -238,6 +240,7 @@ export { MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type
 export type { ToolTaskOptions } from './tasks/options.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
-export { UI_EXTENSION, VIEW_MIME_TYPE } from './protocol/extensions.js'
+export { SKILLS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from './protocol/extensions.js'
+export type { SkillsOptions, SkillEntry } from './features/skills.js'
 export type { ViewDefinition, ViewCsp, ViewPermissions, ViewHtml, ToolUi, ToolVisibility } from './features/views.js'
 export type { CallToolResult, ClientCapabilities, ContentBlock, Implementation, JsonValue, LoggingLevel } from './protocol/wire.js'

@@ -87,18 +87,30 @@ if [ "$legacy_total" -eq 0 ] || [ "$legacy_pass" -ne "$legacy_total" ]; then sta
 tasks=$("$node22" "$suite" list --server 2>/dev/null | grep -oE 'tasks-[a-z0-9-]+' | grep -vx 'tasks-status-notifications' | awk '!seen[$0]++' || true)
 [ -n "$tasks" ] || tasks="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error tasks-mrtr-composition"
 # A single scenario's run prints no per-scenario summary line: its "Passed: N/M, F failed" says.
-mark=()
-for name in $tasks; do
-  log=$(mktemp)
-  "$node22" "$suite" server --url "http://127.0.0.1:$port/mcp" --scenario "$name" | tee "$log" || true
-  if grep -qE '^Passed: ([1-9][0-9]*)/\1, 0 failed' "$log"; then mark[$name]=✓; else mark[$name]=✗; fi
-  rm -f "$log"
-done
+one_by_one () {
+  local name log
+  mark=()
+  for name in "$@"; do
+    log=$(mktemp)
+    "$node22" "$suite" server --url "http://127.0.0.1:$port/mcp" --scenario "$name" | tee "$log" || true
+    if grep -qE '^Passed: ([1-9][0-9]*)/\1, 0 failed' "$log"; then mark[$name]=✓; else mark[$name]=✗; fi
+    rm -f "$log"
+  done
+}
+one_by_one $tasks
 read -r tasks_pass tasks_total < <(count $tasks)
 if [ "$tasks_total" -eq 0 ] || [ "$tasks_pass" -ne "$tasks_total" ]; then status=1; fi
+
+# The skills extension (io.modelcontextprotocol/skills, SEP-2640): its server scenarios, one by one.
+skills=$("$node22" "$suite" list --server 2>/dev/null | grep -oE 'sep-2640-skills-[a-z0-9-]+' | awk '!seen[$0]++' || true)
+[ -n "$skills" ] || skills="sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest"
+one_by_one $skills
+read -r skills_pass skills_total < <(count $skills)
+if [ "$skills_total" -eq 0 ] || [ "$skills_pass" -ne "$skills_total" ]; then status=1; fi
 
 echo "conformance: $scored_pass of $scored_total required scenarios passed"
 echo "conformance 2026-07-28: $all_pass of $all_total scenarios passed (scored and unscored; tasks extension excluded)"
 echo "conformance 2025-11-25: $legacy_pass of $legacy_total required scenarios passed"
 echo "conformance tasks: $tasks_pass of $tasks_total scenarios passed (io.modelcontextprotocol/tasks)"
+echo "conformance skills: $skills_pass of $skills_total scenarios passed (io.modelcontextprotocol/skills)"
 exit $status

@@ -1,5 +1,5 @@
 import type { CacheHint } from '../check.js'
-import { TASKS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from '../protocol/extensions.js'
+import { SKILLS_EXTENSION, TASKS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from '../protocol/extensions.js'
 import type { JsonObject } from '../protocol/wire.js'
 
 export interface DiscoverSettings {
@@ -15,6 +15,7 @@ export interface Registered {
   readonly templates: number
   readonly taskTools: number
   readonly views: number
+  readonly skills: number
 }
 
 /** Each extension mocapi serves, whether 2025-era sessions can use it, and its settings while something needs it. */
@@ -22,6 +23,8 @@ const EXTENSIONS: ReadonlyArray<[string, boolean, (registered: Registered) => Js
   // Tasks ride on 2026-07-28 requests' _meta: a 2025-era session never gets one.
   [TASKS_EXTENSION, false, (registered) => registered.taskTools > 0 ? {} : undefined],
   [UI_EXTENSION, true, (registered) => registered.views > 0 ? { mimeTypes: [VIEW_MIME_TYPE] } : undefined],
+  // Skill files are resources, so `resources` is declared with it (their files count as resources).
+  [SKILLS_EXTENSION, true, (registered) => registered.skills > 0 ? { directoryRead: true } : undefined],
 ]
 
 export function capabilities (registered: Registered, era: 'modern' | 'legacy'): JsonObject {

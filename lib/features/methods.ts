@@ -10,6 +10,7 @@ import type { Prompts } from './prompts.js'
 import type { Resources } from './resources.js'
 import type { Handlers } from './run.js'
 import type { Tools } from './tools.js'
+import type { Skills } from './skills.js'
 import type { Views } from './views.js'
 
 export interface SharedFeatures {
@@ -17,6 +18,7 @@ export interface SharedFeatures {
   prompts: Prompts
   resources: Resources
   views: Views
+  skills: Skills
   handlers: Handlers
 }
 
@@ -26,7 +28,7 @@ export interface ListSettings {
 }
 
 export function registered (features: SharedFeatures): Registered {
-  const { tools, prompts, resources, views } = features
+  const { tools, prompts, resources, views, skills } = features
   return {
     get tools () { return tools.size },
     get prompts () { return prompts.size },
@@ -34,6 +36,7 @@ export function registered (features: SharedFeatures): Registered {
     get templates () { return resources.templateCount },
     get taskTools () { return tools.taskCapable },
     get views () { return views.size },
+    get skills () { return skills.size },
   }
 }
 
@@ -59,7 +62,7 @@ async function completion (ctx: McpContext, features: SharedFeatures): Promise<J
 
 /** The methods both eras share; `tools/call` as a plain call, which the 2026-07-28 table defines anew for tasks. */
 export function defineShared (dispatcher: Dispatcher<McpContext>, lists: ListSettings, features: SharedFeatures): void {
-  const { tools, prompts, resources } = features
+  const { tools, prompts, resources, skills } = features
   const counts = registered(features)
   // A list that varies by caller (some item has canAccess) is never cached as public.
   const page = async (key: string, items: Promise<readonly unknown[]>, cursor: unknown, varies: boolean) => {
@@ -112,6 +115,23 @@ export function defineShared (dispatcher: Dispatcher<McpContext>, lists: ListSet
     interactive: true,
     enabled: hasResources,
     run: (ctx) => resources.read(ctx),
+  })
+
+  const hasSkills = () => skills.size > 0
+  dispatcher.define('skills/list', {
+    params: { cursor: 'string?' },
+    enabled: hasSkills,
+    run: (ctx) => page('skills', skills.visible(ctx), ctx.params.cursor, skills.varies),
+  })
+  dispatcher.define('skills/get', {
+    params: { uri: 'string' },
+    enabled: hasSkills,
+    run: (ctx) => skills.get(ctx),
+  })
+  dispatcher.define('resources/directory/read', {
+    params: { uri: 'string', cursor: 'string?' },
+    enabled: hasSkills,
+    run: (ctx) => skills.directory(ctx),
   })
 
   dispatcher.define('completion/complete', {

@@ -1,6 +1,8 @@
+import { InvalidDefinitionError } from '../errors.js'
 import type { PromptDefinition, PromptHandler, Prompts } from './prompts.js'
 import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './resources.js'
 import type { ChangeEvent } from '../bus/events.js'
+import type { Skills, SkillsOptions } from './skills.js'
 import type { ViewDefinition, Views } from './views.js'
 import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent, Tools, TypedBySchema } from './tools.js'
 
@@ -15,22 +17,26 @@ type HandlerArguments<Definition, Args> = [Args] extends [Unannotated]
 /** Fields a tool definition does not have, refused as a plain `ToolDefinition` annotation would refuse them. */
 type UnknownFields<Definition> = { [Key in Exclude<keyof Definition, keyof ToolDefinition>]: never }
 
+type Announce = (event: ChangeEvent) => void
+
 /** `app.mcp`: add and remove tools, prompts and resources at any time; `subscriptions/listen` hears of each change. */
 export class McpRegistry {
   readonly #tools: Tools
   readonly #prompts: Prompts
   readonly #resources: Resources
   readonly #views: Views
+  readonly #skills: Skills
   readonly #announce: (event: ChangeEvent) => void
 
   /** @internal */
   constructor (
-    parts: { tools: Tools, prompts: Prompts, resources: Resources, views: Views, announce: (e: ChangeEvent) => void }
+    parts: { tools: Tools, prompts: Prompts, resources: Resources, views: Views, skills: Skills, announce: Announce }
   ) {
     this.#tools = parts.tools
     this.#prompts = parts.prompts
     this.#resources = parts.resources
     this.#views = parts.views
+    this.#skills = parts.skills
     this.#announce = parts.announce
   }
 
@@ -99,8 +105,22 @@ export class McpRegistry {
     return this
   }
 
-  /** Removes a resource or a view; true when it was registered. A view some tool links cannot be removed. */
+  /**
+   * Serves agent skills (SEP-2640, `io.modelcontextprotocol/skills`): every folder below `dir` (a path or a file URL)
+   * that holds a `SKILL.md` is a skill, named as its folder, read once, now: its frontmatter checked, every file
+   * digested and kept. Files are `skill://[<prefix>/]<folders>/<name>/<file>` resources; `skills/list`, `skills/get`
+   * and `resources/directory/read` serve the catalog. Rejects naming the file or skill that breaks a rule, serving
+   * none of them. Resolves the SKILL.md URIs it serves.
+   */
+  async skills (dir: string | URL, options?: SkillsOptions): Promise<string[]> {
+    const added = await this.#skills.add(dir, options)
+    if (added.length > 0) this.#announce({ kind: 'resources' })
+    return added
+  }
+
+  /** Removes a resource or a view; true when it was registered. A view some tool links, or a skill's file, stays. */
   removeResource (uri: string): boolean {
+    if (this.#skills.serves(uri)) throw new InvalidDefinitionError(`${uri} is a file of a skill: its manifest lists it, so it stays served`)
     this.#views.remove(uri)
     return this.#changed('resources', this.#resources.remove(uri))
   }

@@ -27,3 +27,6 @@ export function showsViews (capabilities: ClientCapabilities): boolean {
 export function declaresTasks (client: { protocolVersion: string, capabilities: ClientCapabilities }): boolean {
   return client.protocolVersion === PROTOCOL_VERSION && declares(client.capabilities, TASKS_EXTENSION)
 }
+
+/** Agent skills (SEP-2640): folders of instructions and files a host loads when a task needs them. */
+export const SKILLS_EXTENSION = 'io.modelcontextprotocol/skills'
