@@ -10,6 +10,7 @@ export const USAGE = `Usage:
   mocapi tools <url> [--token T] [--protocol-version V] [--json]
   mocapi resources <url> [--token T] [--protocol-version V] [--json]    (resources, then templates)
   mocapi prompts <url> [--token T] [--protocol-version V] [--json]
+  mocapi skills <url> [--token T] [--protocol-version V] [--json]       (agent skills; read their files with read)
 
 Calls a tool of an MCP 2026-07-28 server at <url> (its endpoint, such as http://127.0.0.1:3000/mcp),
 asking each elicitation's questions on the terminal, round after round, and prints the result. A tool
@@ -38,6 +39,7 @@ export type Command =
   | Target & { command: 'tools' }
   | Target & { command: 'resources' }
   | Target & { command: 'prompts' }
+  | Target & { command: 'skills' }
   | Target & { command: 'call', yes: boolean, tool: string, args: Record<string, unknown> }
   | Target & { command: 'read', yes: boolean, uri: string }
   | Target & { command: 'prompt', yes: boolean, prompt: string, args: Record<string, string> }
@@ -109,7 +111,7 @@ export function parseCommand (argv: string[], env: Record<string, string | undef
   const token = values.token ?? env.MOCAPI_TOKEN
   const version = values['protocol-version']
   if (!VERSIONS.includes(version)) throw new UsageError(`--protocol-version must be one of ${VERSIONS.join(', ')}, got ${version}`)
-  if (command === 'tools' || command === 'resources' || command === 'prompts') {
+  if (command === 'tools' || command === 'resources' || command === 'prompts' || command === 'skills') {
     const target = endpoint(url)
     if (rest.length > 0) throw new UsageError(`unexpected ${rest.join(' ')}`)
     return { command, url: target, token, version, json: values.json }

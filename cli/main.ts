@@ -135,6 +135,11 @@ async function run (command: Exclude<Command, { command: 'help' }>, io: Io, term
     io.stdout.write(command.json ? `${printableJson(tools)}\n` : tools.map((tool) => `${toolLine(tool)}\n`).join(''))
     return 0
   }
+  if (command.command === 'skills') {
+    const skills = await listAll(client, 'skills/list', 'skills')
+    io.stdout.write(command.json ? `${printableJson({ skills })}\n` : skills.map((skill) => `${skillLine(skill)}\n`).join(''))
+    return 0
+  }
   if (command.command === 'resources' || command.command === 'prompts') {
     const lists = command.command === 'prompts'
       ? { prompts: await listAll(client, 'prompts/list', 'prompts') }
@@ -206,6 +211,15 @@ export function listedLine (item: JsonObject): string {
     ? `(${(item.arguments as JsonObject[]).map((arg) => `${shown(arg.name)}${arg.required === true ? '' : '?'}`).join(', ')})`
     : ''
   return `${shown(id)}${args}${name}${item.description === undefined ? '' : `  ${shown(item.description)}`}`
+}
+
+/** A skill as one line: its SKILL.md's URI, its name and description, and how many files of how many bytes. */
+export function skillLine (skill: JsonObject): string {
+  const frontmatter = (skill.frontmatter ?? {}) as JsonObject
+  const files = Array.isArray(skill.resources) ? skill.resources as JsonObject[] : undefined
+  const bytes = files?.reduce((sum, file) => sum + (typeof file.size === 'number' ? file.size : 0), 0)
+  const size = files === undefined ? '  (files listed on demand)' : `  (${files.length} ${files.length === 1 ? 'file' : 'files'}, ${bytes} bytes)`
+  return `${shown(skill.uri)}  ${shown(frontmatter.name)}  ${shown(frontmatter.description)}${size}`
 }
 
 /** A resource's contents: its text, or one line saying what the blob is. */

@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import { spawn, spawnSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
 import { McpError, requestedSchema } from '../../lib/index.js'
-import { blockText, contentsText, notificationText, processIo, toolLine, typeHint } from '../../cli/main.js'
+import { blockText, contentsText, notificationText, processIo, skillLine, toolLine, typeHint } from '../../cli/main.js'
 import { build } from '../helpers.js'
 import { run } from './run.js'
 
@@ -245,6 +245,21 @@ t.test('read a resource and get a prompt, their questions asked the same way; li
   const cut = await run(['read', url, 'notes://today'])
   t.equal(cut.code, 1, 'a question the input ended in')
   t.match(cut.stderr, /a question was cut short/)
+})
+
+t.test('skills: listed one a line, their files read with read, in both eras', async (t) => {
+  const app = await build(t)
+  await app.mcp.skills(new URL('../../examples/skills/', import.meta.url))
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+  const line = 'skill://trip-checklist/SKILL.md  trip-checklist  Build a packing and paperwork checklist for a trip booked with this travel desk  (2 files, 451 bytes)\n'
+  t.equal((await run(['skills', url])).stdout, line)
+  t.equal((await run(['skills', url, '--protocol-version', '2025-11-25'])).stdout, line)
+  t.match(JSON.parse((await run(['skills', url, '--json'])).stdout), { skills: [{ uri: 'skill://trip-checklist/SKILL.md', resources: [{ digest: /^sha256:[0-9a-f]{64}$/ }, {}] }] })
+  t.match((await run(['read', url, 'skill://trip-checklist/checklist.md'])).stdout, /^# Paperwork\n/)
+  t.equal(skillLine({ uri: 'skill://x/SKILL.md', frontmatter: { name: 'x', description: 'd' }, resources: 'dynamic' }), 'skill://x/SKILL.md  x  d  (files listed on demand)')
+  t.equal(skillLine({ uri: 'skill://x/SKILL.md', frontmatter: { name: 'x', description: 'd' }, resources: [{ uri: 'skill://x/SKILL.md', size: 3 }, { uri: 'skill://x/y' }] }), 'skill://x/SKILL.md  x  d  (2 files, 3 bytes)')
+  t.equal(skillLine({ uri: 'skill://x/SKILL.md', resources: [] }), 'skill://x/SKILL.md  undefined  undefined  (0 files, 0 bytes)')
 })
 
 t.test('a list that never ends is cut off after 1000 pages', async (t) => {
