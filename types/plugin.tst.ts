@@ -87,6 +87,14 @@ test('options of ctx.once and single-use rounds are typed', () => {
   expect<MocapiOptions>().type.not.toBeAssignableFrom({ once: { maxBytes: '8k' } })
 })
 
+test('app.mcp.skills takes a folder and options, and resolves the SKILL.md URIs it serves', async () => {
+  const app = Fastify()
+  expect(await app.mcp.skills(new URL('file:///srv/skills/'), { prefix: 'acme', scopes: ['docs:read'] })).type.toBe<string[]>()
+  expect(app.mcp.skills).type.toBeCallableWith('./skills')
+  expect(app.mcp.skills).type.not.toBeCallableWith('./skills', { prefix: 1 })
+  expect(app.mcp.skills).type.not.toBeCallableWith(42)
+})
+
 test('the error family', () => {
   expect(new ExpiredRequestStateError()).type.toBeAssignableTo<InvalidRequestStateError>()
   expect(new InvalidRequestStateError('x')).type.toBeAssignableTo<McpError>()

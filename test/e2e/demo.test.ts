@@ -60,6 +60,9 @@ t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async
     t.equal(forecast.city, 'Porto', `${signal}: a forecast for the city asked`)
     t.ok(forecast.celsius >= 5 && forecast.celsius < 30 && ['sunny', 'cloudy', 'rainy', 'windy'].includes(forecast.sky), `${signal}: within the demo's range`)
     t.same((await client.callTool('weather', { city: 'porto' })).result.structuredContent, { ...forecast, city: 'porto' }, `${signal}: the same city, the same forecast`)
+    const { skills } = await client.request('skills/list') as { skills: Array<{ uri: string, frontmatter: { name: string } }> }
+    t.same(skills.map((skill) => skill.frontmatter.name), ['trip-checklist'], `${signal}: the demo serves its skill`)
+    t.match(textOf((await client.readResource('skill://trip-checklist/checklist.md')).result), /^# Paperwork/)
     const converted = await client.callTool('convert_currency', { amount: 100, from: 'EUR', to: 'USD' })
     t.equal(textOf(converted.result), '100 EUR = 108.00 USD', `${signal}: the demo converts`)
     // A host that shows views: book_flight's card, and the app-only tool the card calls.
