@@ -253,7 +253,7 @@ export async function conformanceServer (logLevel = 'warn') {
     (_uri, { id }) => JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }))
 
   // The skills extension (SEP-2640): two skills, the first with a subfolder for resources/directory/read.
-  await mcp.skills(new URL(import.meta.url.includes('/dist/') ? '../../examples/conformance-skills/' : './conformance-skills/', import.meta.url))
+  await mcp.skills(new URL(import.meta.url.replace(/(\/dist)?\/examples\/[^/]+$/, '/examples/conformance-skills/')))
 
   // The tasks extension (SEP-2663): the fixture tools its scenarios call.
   mcp.tool({

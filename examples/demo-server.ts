@@ -65,7 +65,8 @@ app.mcp.tool({
 // A view (MCP Apps): hosts that show views render book_flight's result as this card, in a sandbox that lets it
 // reach nothing (no csp origins). Hosts without the extension show the result's text.
 // A skill (SEP-2640) a host loads when a traveller asks for a checklist: examples/skills/trip-checklist.
-await app.mcp.skills(new URL(import.meta.url.includes('/dist/') ? '../../examples/skills/' : './skills/', import.meta.url))
+// From examples/ (source) or dist/examples/ (built), the folder beside this file's source.
+await app.mcp.skills(new URL(import.meta.url.replace(/(\/dist)?\/examples\/[^/]+$/, '/examples/skills/')))
 
 app.mcp.uiResource({ uri: 'ui://demo/booking-card', name: 'Booking card', description: 'A booking, as a card', html: bookingCard, prefersBorder: true })
 

@@ -33,7 +33,7 @@ export interface SkillSource {
   /** The skill's folders below the registered one, the last its name. */
   readonly segments: readonly string[]
   readonly frontmatter: JsonObject
-  /** SKILL.md first, then the rest in path order. */
+  /** SKILL.md first, then the rest folder by folder, each in name order. */
   readonly files: readonly SkillFile[]
   /** Every folder of the skill, `''` its own, as `/`-separated paths. */
   readonly folders: readonly string[]
@@ -95,7 +95,9 @@ async function readSkill (folder: string, segments: string[]): Promise<SkillSour
   const folders: string[] = ['']
   const budget = { bytes: 0 }
   await collect(folder, '', files, folders, budget, label)
-  files.sort((a, b) => a.path === SKILL_FILE ? -1 : b.path === SKILL_FILE ? 1 : a.path < b.path ? -1 : 1)
+  // Found in folder order; SKILL.md goes first, as the skill's own entry.
+  const own = files.findIndex((file) => file.path === SKILL_FILE)
+  if (own > 0) files.unshift(...files.splice(own, 1))
   if (files[0]?.path !== SKILL_FILE) refuse(`${folder}${path.sep}${SKILL_FILE} is not a regular file`)
   const frontmatter = frontmatterOf(files[0].bytes.toString('utf8'), `${folder}${path.sep}${SKILL_FILE}`)
   const name = segments[segments.length - 1]

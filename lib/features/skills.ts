@@ -1,4 +1,4 @@
-import { cacheHint, knownFields, plainObject, type CacheHint } from '../check.js'
+import { cacheHint, describe, knownFields, plainObject, type CacheHint } from '../check.js'
 import type { McpContext } from '../context.js'
 import { InvalidDefinitionError, invalidParams } from '../errors.js'
 import type { JsonObject } from '../protocol/wire.js'
@@ -118,7 +118,7 @@ export class Skills {
     knownFields(settings, OPTIONS, 'skills options', InvalidDefinitionError)
     const prefix = settings.prefix
     if (prefix !== undefined && (typeof prefix !== 'string' || !SKILL_NAME.test(prefix))) {
-      throw new InvalidDefinitionError(`skills prefix must be a name of lowercase letters, digits and hyphens (as a skill's), got ${JSON.stringify(prefix) ?? String(prefix)}`)
+      throw new InvalidDefinitionError(`skills prefix must be a name of lowercase letters, digits and hyphens (as a skill's), got ${describe(prefix)}`)
     }
     const canAccess = accessCheck(settings.canAccess, 'skills')
     const scopes = scopeList(settings.scopes, 'skills')
@@ -195,10 +195,6 @@ export class Skills {
   serves (uri: string): boolean {
     const folder = this.#folders.get(uri.slice(0, uri.lastIndexOf('/')))
     return folder !== undefined && this.#skills.entry(folder)!.listed.resources.some((file) => file.uri === uri)
-  }
-
-  scopesInto (into: Set<string>): void {
-    this.#skills.scopesInto(into)
   }
 
   visible (ctx: McpContext): Promise<SkillEntry[]> {

@@ -259,6 +259,7 @@ t.test('skills: listed one a line, their files read with read, in both eras', as
   t.match((await run(['read', url, 'skill://trip-checklist/checklist.md'])).stdout, /^# Paperwork\n/)
   t.equal(skillLine({ uri: 'skill://x/SKILL.md', frontmatter: { name: 'x', description: 'd' }, resources: 'dynamic' }), 'skill://x/SKILL.md  x  d  (files listed on demand)')
   t.equal(skillLine({ uri: 'skill://x/SKILL.md', frontmatter: { name: 'x', description: 'd' }, resources: [{ uri: 'skill://x/SKILL.md', size: 3 }, { uri: 'skill://x/y' }] }), 'skill://x/SKILL.md  x  d  (2 files, 3 bytes)')
+  t.equal(skillLine({ uri: 'skill://x/SKILL.md', frontmatter: { name: 'x', description: 'd' }, resources: [{ uri: 'skill://x/SKILL.md', size: 3 }] }), 'skill://x/SKILL.md  x  d  (1 file, 3 bytes)')
   t.equal(skillLine({ uri: 'skill://x/SKILL.md', resources: [] }), 'skill://x/SKILL.md  undefined  undefined  (0 files, 0 bytes)')
 })
 

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { createServer } from 'node:net'
 import { SKILLS_EXTENSION } from '../../lib/index.js'
 import { build, call } from '../helpers.js'
 import { openSession } from '../legacy/client.js'
@@ -185,6 +186,8 @@ t.test('what a registration refuses, naming the file or skill, with nothing serv
   await refuse({ 'mine/SKILL.md': '---\n- a list\n---\n' }, /its frontmatter must be a mapping with name and description/)
   await refuse({ 'mine/SKILL.md': '---\nname: mine\ndescription: d\nlimit: .inf\n---\n' }, /its frontmatter holds the number Infinity, which JSON cannot carry/)
   await refuse({ 'mine/SKILL.md': '---\nname: 42\ndescription: d\n---\n' }, /name must follow the Agent Skills naming rules .*, got 42/)
+  await refuse({ 'mine/SKILL.md': '---\ndescription: d\n---\n' }, /name must follow the Agent Skills naming rules .*, got nothing/)
+  await refuse({ 'mine/SKILL.md': '\ufeff---\nname: yours\ndescription: d\n---\n' }, /its name "yours" must be the name of its folder/, undefined)
   await refuse({ 'mine/SKILL.md': '---\nname: mine\n---\n' }, /description must be a non-empty string of at most 1024 characters/)
   await refuse({ 'mine/SKILL.md': skillMd('mine', 'x'.repeat(1025)) }, /description must be a non-empty string of at most 1024 characters/)
   await refuse({ 'SKILL.md': skillMd('root') }, /SKILL\.md: the registered folder holds skills in folders of their own/)
@@ -213,12 +216,20 @@ t.test('what a registration refuses, naming the file or skill, with nothing serv
   await symlink(path.join(linked, 'linked'), path.join(linkedSkill, 'elsewhere'))
   await t.rejects(app.mcp.skills(linkedSkill), { message: /elsewhere is a symlink: skills are served from regular files inside the folder only/ })
 
+  const linkedRoot = path.join(await folder(t, {}), 'root')
+  await symlink(linked, linkedRoot)
+  await t.rejects(app.mcp.skills(linkedRoot), { message: /root is not a folder \(a symlink\)$/ })
+  const socketed = await folder(t, { 'wired/SKILL.md': skillMd('wired') })
+  const socket = createServer()
+  await new Promise<void>((resolve) => socket.listen(path.join(socketed, 'wired', 'control.sock'), resolve))
+  t.teardown(() => socket.close())
+  await t.rejects(app.mcp.skills(socketed), { message: /wired\/control\.sock is not a regular file/ })
   await t.rejects(app.mcp.skills(path.join(outside, 'nothing')), { message: /skills: .*nothing is not a folder that can be read/ })
   await t.rejects(app.mcp.skills(path.join(outside, 'secret.txt')), { message: /secret\.txt is not a folder$/ })
   await t.rejects(app.mcp.skills(''), { message: 'mocapi: skills: the folder must be a path or a file: URL, got ""' })
   await t.rejects(app.mcp.skills(42 as never), { message: 'mocapi: skills: the folder must be a path or a file: URL, got number' })
   await t.rejects(app.mcp.skills(new URL('https://example.com/skills/')), { message: /the folder must be a path or a file: URL, got https:\/\/example\.com\/skills\// })
-  const good = await folder(t, { 'fine/SKILL.md': skillMd('fine') })
+  const good = await folder(t, { 'fine/SKILL.md': skillMd('fine'), 'fine/AUTHORS': 'Ada\n' })
   await t.rejects(app.mcp.skills(good, { prefix: 'Acme' }), { message: /skills prefix must be a name of lowercase letters, digits and hyphens .*, got "Acme"/ })
   await t.rejects(app.mcp.skills(good, { colour: 'red' } as never), { code: 'FST_MOCAPI_INVALID_DEFINITION', message: /colour/ })
   await t.rejects(app.mcp.skills(good, { scopes: 'docs' } as never), { message: /skills scopes must be an array/ })
@@ -226,6 +237,9 @@ t.test('what a registration refuses, naming the file or skill, with nothing serv
   t.equal((await call(app, 'skills/list')).body.error.code, -32601, 'nothing refused was served: no skill, no skills/list')
 
   t.same(await app.mcp.skills(good), ['skill://fine/SKILL.md'])
+  t.same((await call(app, 'skills/get', { uri: 'skill://fine/SKILL.md' })).body.result.skill.resources.map((file: any) => file.uri),
+    ['skill://fine/SKILL.md', 'skill://fine/AUTHORS'], 'SKILL.md first, though AUTHORS sorts before it')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://fine/AUTHORS' })).body.result.contents[0].blob, Buffer.from('Ada\n').toString('base64'), 'no extension, no known type: a blob')
   await t.rejects(app.mcp.skills(good), { message: 'mocapi: skills: skill://fine/SKILL.md is already registered' })
   t.throws(() => app.mcp.removeResource('skill://fine/SKILL.md'), { message: /skill:\/\/fine\/SKILL\.md is a file of a skill/ })
   t.equal(app.mcp.removeResource('skill://fine/other.md'), false)
@@ -240,9 +254,15 @@ t.test('a skill whose file URI another resource holds is refused whole, its othe
   t.equal((await call(app, 'resources/read', { uri: 'skill://taken/a.md' })).body.error.code, -32602)
   t.equal((await call(app, 'resources/read', { uri: 'skill://taken/notes.md' })).body.result.contents[0].text, 'mine')
   t.same((await call(app, 'server/discover')).body.result.capabilities.extensions, undefined)
+  const pair = await folder(t, { 'alpha/SKILL.md': skillMd('alpha'), 'taken/SKILL.md': skillMd('taken'), 'taken/notes.md': 'theirs' })
+  await t.rejects(app.mcp.skills(pair), { code: 'FST_MOCAPI_DUPLICATE_DEFINITION' })
+  t.equal((await call(app, 'skills/list')).body.error.code, -32601, 'the skill served before the refused one was taken back')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://alpha/SKILL.md' })).body.error.code, -32602)
   const again = await folder(t, { 'taken/SKILL.md': skillMd('taken') })
   app.mcp.resource({ uri: 'skill://other/SKILL.md', name: 'x' }, () => 'x')
   const other = await folder(t, { 'other/SKILL.md': skillMd('other') })
   await t.rejects(app.mcp.skills(other), { message: 'mocapi: skills: skill://other/SKILL.md is already registered' })
   t.same(await app.mcp.skills(again), ['skill://taken/SKILL.md'], 'nothing of the refused one was left behind')
+  t.same(await app.mcp.skills(pair, { prefix: 'later' }), ['skill://later/alpha/SKILL.md', 'skill://later/taken/SKILL.md'])
+  t.equal((await call(app, 'resources/directory/read', { uri: 'skill://alpha' })).body.error.code, -32602, 'its folders were taken back too')
 })

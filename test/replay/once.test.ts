@@ -163,7 +163,7 @@ t.test('a detached task records what ran before it detached, and its next pass o
 })
 
 /** `tasks/get` over HTTP until the task has `status`. */
-export async function poll (url: string, taskId: string, status: string): Promise<any> {
+async function poll (url: string, taskId: string, status: string): Promise<any> {
   for (let i = 0; i < 300; i++) {
     const { body } = await postHttp(url, 'tasks/get', { taskId }, { meta: meta(WITH_TASKS) })
     if (body.result?.status === status) return body.result
@@ -197,6 +197,7 @@ t.test('what ctx.once refuses, naming the key, with nothing recorded', async (t)
     tool('sync', (ctx) => ctx.once('s', () => { count(runs, 'sync'); throw new Error('thrown at once') }))
     tool('nothing', (ctx) => ctx.once('nothing', () => {}))
     tool('bare', (ctx) => ctx.once('bare', () => Object.assign(Object.create(null), { fine: true, gone: undefined })))
+    tool('orphan', (ctx) => ctx.once('orphan', () => Object.create(Object.create(null))))
     tool('list', (ctx) => ctx.once('list', () => [1, 'two', { three: [3] }, null]))
   })
   const failures: Record<string, string> = {
@@ -210,6 +211,7 @@ t.test('what ctx.once refuses, naming the key, with nothing recorded', async (t)
     keyless: 'ctx.once() needs a non-empty key string and a function, got string and function',
     fnless: 'ctx.once() needs a non-empty key string and a function, got string and string',
     sync: 'thrown at once',
+    orphan: 'ctx.once("orphan") cannot record its value: it holds an object of class (unnamed), which is not JSON',
   }
   for (const [name, message] of Object.entries(failures)) {
     const { body } = await call(app, 'tools/call', { name })
