@@ -6,13 +6,7 @@ import { RedisBus, RedisTaskStore } from '../../lib/redis/index.js'
 import { KEY, capturedLogs, meta, postHttp } from '../helpers.js'
 import { startRedis, withRedis } from '../redis-server.js'
 import { WITH_TASKS } from '../tasks/client.js'
-
-type Runs = Record<string, number>
-
-function count (runs: Runs, key: string): number {
-  runs[key] = (runs[key] ?? 0) + 1
-  return runs[key]
-}
+import { count, poll, type Runs } from './runs.js'
 
 /** Two nodes over real HTTP sharing a real Redis for their bus and task store, each with its own connections. */
 async function nodes (t: Test, url: string, options: MocapiOptions, setup: (app: FastifyInstance) => void) {
@@ -28,15 +22,6 @@ async function nodes (t: Test, url: string, options: MocapiOptions, setup: (app:
     urls.push(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp`)
   }
   return { urls, logs }
-}
-
-async function poll (url: string, taskId: string, status: string): Promise<any> {
-  for (let i = 0; i < 300; i++) {
-    const { body } = await postHttp(url, 'tasks/get', { taskId }, { meta: meta(WITH_TASKS) })
-    if (body.result?.status === status) return body.result
-    await sleep(10)
-  }
-  throw new Error(`task ${taskId} never reached ${status}`)
 }
 
 withRedis(t, 'over a real Redis', async (t) => {

@@ -5,14 +5,7 @@ import mocapi, { InProcessBus, MemoryTaskStore, requestedSchema, type McpContext
 import { KEY, build, call, capturedLogs, meta, postHttp } from '../helpers.js'
 import { openSession } from '../legacy/client.js'
 import { WITH_TASKS } from '../tasks/client.js'
-
-/** How often each effect ran, across every node of a test. */
-type Runs = Record<string, number>
-
-function count (runs: Runs, key: string): number {
-  runs[key] = (runs[key] ?? 0) + 1
-  return runs[key]
-}
+import { count, poll, type Runs } from './runs.js'
 
 /** A booking whose quote and charge are journaled: the quote's price differs on every run of its effect. */
 function booking (app: FastifyInstance, runs: Runs): void {
@@ -161,16 +154,6 @@ t.test('a detached task records what ran before it detached, and its next pass o
   t.same(done.result.content, [{ type: 'text', text: 'HOLD-1 kept=true' }])
   t.same(runs, { hold: 1 })
 })
-
-/** `tasks/get` over HTTP until the task has `status`. */
-async function poll (url: string, taskId: string, status: string): Promise<any> {
-  for (let i = 0; i < 300; i++) {
-    const { body } = await postHttp(url, 'tasks/get', { taskId }, { meta: meta(WITH_TASKS) })
-    if (body.result?.status === status) return body.result
-    await sleep(10)
-  }
-  throw new Error(`task ${taskId} never reached ${status}`)
-}
 
 t.test('what ctx.once refuses, naming the key, with nothing recorded', async (t) => {
   const runs: Runs = {}
