@@ -186,6 +186,10 @@ export class Resources {
     this.#templates.scopesInto(into)
   }
 
+  has (uri: string): boolean {
+    return this.#resources.entry(uri) !== undefined
+  }
+
   remove (uri: string): boolean {
     return this.#resources.remove(uri) !== undefined
   }

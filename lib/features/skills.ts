@@ -128,7 +128,7 @@ export class Skills {
     const base = (source: SkillSource): string => `skill://${[...(prefix === undefined ? [] : [prefix]), ...source.segments].join('/')}`
     for (const source of sources) {
       const uri = `${base(source)}/${SKILL_FILE}`
-      if (this.#skills.entry(uri) !== undefined || this.#resources.list().some((resource) => resource.uri === uri)) {
+      if (this.#skills.entry(uri) !== undefined || this.#resources.has(uri)) {
         throw new InvalidDefinitionError(`skills: ${uri} is already registered`)
       }
     }
@@ -155,8 +155,10 @@ export class Skills {
     const uri = `${base}/${SKILL_FILE}`
     const folders = new Map<string, Child[]>(source.folders.map((at) => [at === '' ? base : `${base}/${encodePath(at)}`, []]))
     const { name, description } = source.frontmatter as { name: string, description: string }
+    const resources: SkillEntry['resources'] = []
     for (const file of source.files) {
       const fileUri = `${base}/${encodePath(file.path)}`
+      resources.push({ uri: fileUri, digest: file.digest, size: file.bytes.length })
       const mimeType = mimeTypeOf(file.path)
       const text = textOf(file, mimeType)
       const leaf = file.path.slice(file.path.lastIndexOf('/') + 1)
@@ -181,11 +183,7 @@ export class Skills {
         uri: `${folderUri}/`, name: at.slice(at.lastIndexOf('/') + 1), mimeType: DIRECTORY_MIME_TYPE,
       })
     }
-    const listed: SkillEntry = {
-      uri,
-      frontmatter: source.frontmatter,
-      resources: source.files.map((file) => ({ uri: `${base}/${encodePath(file.path)}`, digest: file.digest, size: file.bytes.length })),
-    }
+    const listed: SkillEntry = { uri, frontmatter: source.frontmatter, resources }
     this.#skills.put(uri, { listed, canAccess: access.canAccess, scopes: access.scopes, cache: access.cache, folders })
     for (const folderUri of folders.keys()) this.#folders.set(folderUri, uri)
     return uri
