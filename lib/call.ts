@@ -10,6 +10,8 @@ export interface NotificationStream {
   readonly signal: AbortSignal
   /** Read without making the signal, which most replies never need. */
   readonly aborted: boolean
+  /** The call reached its handler: the reply may now wait long (a request's reply channel opens a stream then). */
+  handlerStarted? (): void
   /** Takes progress itself: a task's stream makes it the task's status message. */
   progress? (progress: number, total: number | undefined, message: string | undefined): void
 }

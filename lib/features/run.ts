@@ -29,6 +29,7 @@ export class Handlers {
   }
 
   async call<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<T> {
+    ctx[kCallState].stream.handlerStarted?.()
     try {
       return await fn()
     } catch (error) {

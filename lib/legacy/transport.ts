@@ -58,6 +58,10 @@ class BatchStream implements NotificationStream {
     return this.#channel.aborted || this.#cancel.signal.aborted
   }
 
+  handlerStarted (): void {
+    this.#channel.handlerStarted()
+  }
+
   abort (reason: string): void {
     this.#cancel.abort(new DOMException(reason, 'AbortError'))
   }

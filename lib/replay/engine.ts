@@ -27,6 +27,7 @@ export class ReplayEngine {
   async run<T> (call: CallState, label: string, fn: () => T | PromiseLike<T>): Promise<Outcome<T>> {
     const started = call.delivery.start(call)
     let { ledger, responses, round, effects = [] } = started instanceof Promise ? await started : started
+    call.stream.handlerStarted?.()
     for (;;) {
       // A client gone before the handler began aborted before anyone listened: a handler awaiting the abort would hang.
       if (call.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(call.stream.signal.reason as Error).message}`)

@@ -2,7 +2,7 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import type { Socket } from 'node:net'
 import type { NotificationStream } from '../call.js'
-import { ErrorCode } from '../errors.js'
+import { ErrorCode, internalError } from '../errors.js'
 import type { RequestId } from '../protocol/wire.js'
 
 const SSE_HEADERS = {
@@ -11,9 +11,11 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 }
 
-function event (message: object): string {
-  return `event: message\ndata: ${JSON.stringify(message)}\n\n`
+function event (json: string): string {
+  return `event: message\ndata: ${json}\n\n`
 }
+
+const JSON_TYPE = 'application/json; charset=utf-8'
 
 /** An SSE comment: every parser skips it, and every proxy sees bytes. */
 const HEARTBEAT = ': keep-alive\n\n'
@@ -144,6 +146,7 @@ export class ReplyChannel implements NotificationStream {
   readonly #log: FastifyBaseLogger
   readonly #id: RequestId | null
   #streaming = false
+  #handling = false
   #finished = false
   #controller: AbortController | undefined
   #abortedFor: string | undefined
@@ -205,14 +208,22 @@ export class ReplyChannel implements NotificationStream {
 
   /** Sends one message, opening the stream if needed; false once the client is gone, the reply done, or cut off. */
   notify (message: object): boolean {
-    return this.#write(event(message))
+    return this.#write(event(JSON.stringify(message)))
   }
 
-  /** A comment on the stream; a reply not yet sent becomes one, for a client that takes `text/event-stream`. */
+  /**
+   * A comment on the stream; a reply not yet sent becomes one, for a client that takes `text/event-stream`, once its
+   * handler runs: what comes before (access and scope checks) may still be a 401 or 403 that must stay HTTP.
+   */
   beat (): void {
-    if (this.#streaming || String(this.#reply.request.headers.accept).toLowerCase().includes('text/event-stream')) {
+    if (this.#streaming || (this.#handling && String(this.#reply.request.headers.accept).toLowerCase().includes('text/event-stream'))) {
       this.#write(HEARTBEAT)
     }
+  }
+
+  /** The call reached its handler: from now a slow reply may become an event stream. */
+  handlerStarted (): void {
+    this.#handling = true
   }
 
   #write (text: string): boolean {
@@ -260,17 +271,35 @@ export class ReplyChannel implements NotificationStream {
     this.#reply.raw.destroy()
   }
 
+  /** Sends the response (or a batch's), serialized first: one that cannot be is replaced by -32603, and logged. */
   finish (message: object, statusCode: number): FastifyReply | undefined {
     if (this.#finished) return undefined
+    const [json, status] = Array.isArray(message)
+      ? [message.map((each: object) => this.#serialized(each, 200)[0]), statusCode] as const
+      : this.#serialized(message, statusCode)
     this.#finished = true
     this.#lifecycle.untrack(this.#entry)
-    if (!this.#streaming) return sendClosing(this.#reply, this.#lifecycle).code(statusCode).send(message)
+    if (!this.#streaming) {
+      const text = typeof json === 'string' ? json : `[${json.join(',')}]`
+      return sendClosing(this.#reply, this.#lifecycle).code(status).type(JSON_TYPE).send(text)
+    }
     const raw = this.#reply.raw
     if (this.#lifecycle.closing) raw.once('finish', () => setImmediate(() => this.#lifecycle.closeIdleConnections()))
     // A client that left may have left its socket half-open: release it rather than wait for a timeout.
     if (this.closed) raw.destroy()
-    else raw.end(Array.isArray(message) ? message.map(event).join('') : event(message))
+    else raw.end(typeof json === 'string' ? event(json) : json.map(event).join(''))
     return undefined
+  }
+
+  #serialized (message: object, statusCode: number): [string, number] {
+    try {
+      return [JSON.stringify(message), statusCode]
+    } catch (error) {
+      const { id } = message as { id: RequestId | null }
+      this.#log.error({ err: error, mcp: { id } }, 'mocapi could not serialize a reply (a value JSON cannot write, such as a BigInt, or one too large); the client gets -32603')
+      const failed = internalError('The server could not serialize its reply: a value in it cannot be written as JSON')
+      return [JSON.stringify({ jsonrpc: '2.0', id, error: failed.toJSON() }), failed.statusCode]
+    }
   }
 
   /** Ends a reply whose handler outlived the shutdown grace period (an open one: a finished reply is untracked). */

@@ -216,6 +216,8 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
   }
 
   fastify.decorateRequest(kPrepared, null)
+  // Replies are serialized before they are sent (ReplyChannel.finish): an app's reply serializer must not run twice.
+  fastify.setReplySerializer((payload) => typeof payload === 'string' ? payload : JSON.stringify(payload))
   fastify.setErrorHandler((error, request, reply) => fail(error, request, reply))
   fastify.removeContentTypeParser('text/plain')
   fastify.route({ method: 'POST', url: parts.path, bodyLimit: parts.bodyLimit, onRequest, preHandler, handler })
