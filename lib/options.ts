@@ -51,7 +51,8 @@ export interface MocapiOptions {
     /**
      * Each round's token is good for one retry, fleet-wide: the retry claims it through the `bus` before the handler
      * runs, and a second retry with the same token is refused (-32602). Default false. A client whose reply was lost
-     * cannot retry that round: it starts the call over. Needs a bus with `claim` (both of mocapi's have it).
+     * cannot retry that round: it starts the call over. Needs a bus with `claim` (both of mocapi's have it); a claim
+     * that fails or takes over 2 s is answered 503.
      */
     singleUse?: boolean
   }

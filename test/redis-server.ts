@@ -34,7 +34,15 @@ function answersPing (port: number): Promise<boolean> {
   })
 }
 
-export interface RedisServer { url: string, port: number, stop: () => Promise<void> }
+export interface RedisServer {
+  url: string
+  port: number
+  stop: () => Promise<void>
+  /** SIGSTOP: the server keeps its connections open and answers nothing, as a frozen host does. */
+  freeze: () => void
+  /** SIGCONT: it answers again, what it was sent meanwhile included. */
+  thaw: () => void
+}
 
 /** Starts a throwaway redis-server on a free loopback port (`port` reuses one), stopped when the test ends. */
 export async function startRedis (t: Test, port?: number): Promise<RedisServer> {
@@ -43,6 +51,7 @@ export async function startRedis (t: Test, port?: number): Promise<RedisServer> 
   const exited = once(child, 'exit')
   const stop = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGCONT')
     child.kill('SIGTERM')
     await exited
   }
@@ -52,7 +61,7 @@ export async function startRedis (t: Test, port?: number): Promise<RedisServer> 
     if (attempt === 100) throw new Error(`redis-server did not accept connections on port ${port} within 5s`)
     await sleep(50)
   }
-  return { url: `redis://127.0.0.1:${port}`, port, stop }
+  return { url: `redis://127.0.0.1:${port}`, port, stop, freeze: () => child.kill('SIGSTOP'), thaw: () => child.kill('SIGCONT') }
 }
 
 /** Runs `tests` when a redis-server can be started; skips with the reason otherwise, or fails when CI requires it. */

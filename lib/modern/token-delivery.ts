@@ -4,9 +4,12 @@ import { ErrorCode, InvalidRequestStateError, McpError, invalidParams, unboundPr
 import type { JsonObject } from '../protocol/wire.js'
 import { digest } from '../seal/digest.js'
 import type { TokenTooLongError } from '../seal/seal.js'
-import { UncarriableError, type RequestStateCodec, type RequestStatePayload } from './codec.js'
+import { MAX_CLOCK_SKEW_MS, UncarriableError, type RequestStateCodec, type RequestStatePayload } from './codec.js'
 
 type Claim = NonNullable<NotificationBus['claim']>
+
+/** A claim not answered by then fails like a bus that is down: a frozen Redis must not hold the retry. */
+export const CLAIM_TIMEOUT_MS = 2_000
 
 const ANSWERED = 'This round was already answered: a requestState is good for one retry (requestState.singleUse); ' +
   'start the call over without requestState'
@@ -46,6 +49,14 @@ function sameParams (original: JsonObject, params: JsonObject): boolean {
   return count === Object.keys(original).length
 }
 
+function answered (claim: Promise<boolean>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`the bus did not answer the claim within ${CLAIM_TIMEOUT_MS} ms`)), CLAIM_TIMEOUT_MS)
+  })
+  return Promise.race([claim, late]).finally(() => clearTimeout(timer))
+}
+
 /** The ledger goes out sealed in `requestState`, so the retry may reach any node holding the key. */
 export class TokenDelivery implements Delivery {
   readonly #codec: RequestStateCodec
@@ -82,7 +93,8 @@ export class TokenDelivery implements Delivery {
   Promise<ReplayStart> {
     let first: boolean
     try {
-      first = await this.#claim!(digest('claim', token), this.#codec.remaining(payload))
+      // Another node whose clock is behind by up to the skew the codec allows still takes the token that much later.
+      first = await answered(this.#claim!(digest('claim', token), this.#codec.remaining(payload) + MAX_CLOCK_SKEW_MS))
     } catch (error) {
       call.request.log.error({ err: error }, 'mocapi could not claim a single-use requestState: the bus failed')
       throw new McpError(ErrorCode.InternalError, 'The server could not check that this round is answered once (requestState.singleUse): try again later', { statusCode: 503 })

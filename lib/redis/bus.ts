@@ -134,8 +134,14 @@ export class RedisBus implements NotificationBus {
     return typeof received === 'number' && received > 0
   }
 
-  /** Claims `id` for `ttlMs` ms with one atomic `SET <channel>:claim:<id> 1 NX PX <ttlMs>`: true for the first. */
+  /**
+   * Claims `id` for `ttlMs` ms with one atomic `SET <channel>:claim:<id> 1 NX PX <ttlMs>`: true for the first. Once
+   * the bus has tried to connect, rejects at once while it is not connected rather than wait for Redis to come up.
+   */
   async claim (id: string, ttlMs: number): Promise<boolean> {
+    if (this.#connecting !== undefined && this.#delivering !== true) {
+      throw new Error('mocapi: the RedisBus is not connected to Redis, so it cannot claim')
+    }
     const key = `${this.#channel}:claim:${id}`
     const reply = await this.#command((publisher) => publisher.sendCommand(['SET', key, '1', 'NX', 'PX', String(Math.max(1, Math.ceil(ttlMs)))]))
     return reply === 'OK'

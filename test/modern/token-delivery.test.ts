@@ -42,7 +42,8 @@ t.test('the token holds no readable plaintext', async (t) => {
   const bytes = Buffer.from(state, 'base64url').toString('latin1')
   for (const word of ['tools/call', 'Reykjavik', 'fly', 'elicit-1', 'originalParams']) {
     t.notMatch(bytes, word)
-    t.notMatch(state, word)
+    // A three-letter word turns up in about one random token of a thousand's base64 text: only longer ones say anything.
+    if (word.length > 3) t.notMatch(state, word)
   }
 })
 

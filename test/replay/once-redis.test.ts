@@ -1,10 +1,13 @@
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import mocapi, { requestedSchema, type MocapiOptions } from '../../lib/index.js'
 import { RedisBus, RedisTaskStore } from '../../lib/redis/index.js'
 import { KEY, capturedLogs, meta, postHttp } from '../helpers.js'
-import { startRedis, withRedis } from '../redis-server.js'
+import { freePort, startRedis, withRedis } from '../redis-server.js'
 import { WITH_TASKS } from '../tasks/client.js'
 import { count, poll, type Runs } from './runs.js'
 
@@ -22,6 +25,30 @@ async function nodes (t: Test, url: string, options: MocapiOptions, setup: (app:
     urls.push(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp`)
   }
   return { urls, logs }
+}
+
+const SKEWED_NODE = fileURLToPath(new URL('../fixtures/skewed-node.ts', import.meta.url))
+
+/** A node process of test/fixtures/skewed-node.ts whose clock is `offset` ms off, on the loader this test runs under. */
+async function skewedNode (t: Test, redisUrl: string, name: string, offset: number, ttl: number): Promise<string> {
+  const port = await freePort()
+  const child = spawn(process.execPath, [...process.execArgv, SKEWED_NODE], {
+    env: { ...process.env, PORT: String(port), REDIS_URL: redisUrl, MOCAPI_REQUEST_STATE_KEYS: KEY, TOKEN_TTL: String(ttl), NODE_NAME: name, CLOCK_OFFSET_MS: String(offset) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGTERM')
+    await once(child, 'exit')
+  })
+  let out = ''
+  child.stdout!.setEncoding('utf8')
+  for await (const chunk of child.stdout!) {
+    out += chunk as string
+    if (out.includes('listening')) break
+  }
+  if (!out.includes('listening')) throw new Error(`node ${name} exited before it listened`)
+  return `http://127.0.0.1:${port}/mcp`
 }
 
 withRedis(t, 'over a real Redis', async (t) => {
@@ -97,5 +124,67 @@ withRedis(t, 'over a real Redis', async (t) => {
     t.equal(await bus.claim('x', 50), false)
     await sleep(80)
     t.equal(await bus.claim('x', 50), true, 'the claim ended with its TTL')
+  })
+
+  t.test('single use holds across clocks: a node 8 s behind refuses a round the first node answered, after it expired there', async (t) => {
+    const ttl = 1_500
+    const [a, b] = await Promise.all([skewedNode(t, redis.url, 'A', 0, ttl), skewedNode(t, redis.url, 'B', -8_000, ttl)])
+    const first = await postHttp(a, 'tools/call', { name: 'pay' }, { meta: meta() })
+    const retry = { name: 'pay', requestState: first.body.result.requestState, inputResponses: { 'elicit-1': { action: 'accept', content: { pay: true } } } }
+    const paid = await postHttp(a, 'tools/call', retry, { meta: meta() })
+    t.same(paid.body.result.content, [{ type: 'text', text: 'charged by A (#1)' }])
+    await sleep(ttl + 500)
+    const onA = await postHttp(a, 'tools/call', retry, { meta: meta() })
+    t.equal(onA.body.error.code, -32602, 'expired by the first node\'s clock')
+    const onB = await postHttp(b, 'tools/call', retry, { meta: meta() })
+    t.equal(onB.body.result, undefined, 'the node whose clock is behind still takes the token, and must not run it')
+    t.match(onB.body.error, { code: -32602, message: /^This round was already answered/ })
+  })
+
+  t.test('single use answers 503 at once, never hangs, while Redis is frozen or not there', async (t) => {
+    const frozen = await startRedis(t)
+    const port = await freePort()
+    const logs = capturedLogs()
+    const urls: string[] = []
+    // One node on a Redis the test freezes, one started while nothing listens on its Redis port.
+    for (const url of [frozen.url, `redis://127.0.0.1:${port}`]) {
+      const app = Fastify({ forceCloseConnections: true, ...logs.options })
+      await app.register(mocapi, { requestState: { keys: [KEY], singleUse: true }, bus: new RedisBus({ url }) })
+      app.mcp.tool({ name: 'pay' }, async (_args, ctx) => {
+        await ctx.elicit('Pay?', requestedSchema().boolean('pay'))
+        return 'paid'
+      })
+      t.teardown(() => app.close())
+      await app.listen({ host: '127.0.0.1', port: 0 })
+      urls.push(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/mcp`)
+    }
+    const answer = { 'elicit-1': { action: 'accept', content: { pay: true } } }
+    const tokens = await Promise.all(urls.map(async (url) => (await postHttp(url, 'tools/call', { name: 'pay' }, { meta: meta() })).body.result.requestState))
+    frozen.freeze()
+    t.teardown(() => frozen.thaw())
+    for (const [i, url] of urls.entries()) {
+      const started = Date.now()
+      const response = await fetch(url, {
+        method: 'POST',
+        signal: AbortSignal.timeout(10_000),
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'pay' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'pay', requestState: tokens[i], inputResponses: answer, _meta: meta() } }),
+      })
+      const body = await response.json() as any
+      const took = Date.now() - started
+      t.equal(response.status, 503, `${i === 0 ? 'frozen' : 'absent'}: 503`)
+      t.match(body.error, { code: -32603, message: /could not check that this round is answered once/ })
+      t.ok(took < 4_000, `${i === 0 ? 'frozen' : 'absent'}: answered in ${took} ms`)
+    }
+    t.equal(logs.lines.filter((line) => line.level === 50 && /could not claim a single-use requestState/.test(line.msg)).length, 2)
+    // Thawed, Redis runs the claim it was sent while frozen: the round counts as answered (fail closed, nothing ran),
+    // and the node serves new calls.
+    frozen.thaw()
+    await sleep(100)
+    const retry = { name: 'pay', requestState: tokens[0], inputResponses: answer }
+    const after = await postHttp(urls[0], 'tools/call', retry, { meta: meta() })
+    t.match(after.body.error, { code: -32602, message: /^This round was already answered/ })
+    const fresh = await postHttp(urls[0], 'tools/call', { name: 'pay' }, { meta: meta() })
+    t.equal(fresh.body.result.resultType, 'input_required')
   })
 })
