@@ -2,6 +2,7 @@
  * Hand-run benchmark of the requestState codec against plain JSON stringify + parse
  * of the same payload: `npm run bench:codec` (or, built, `node dist/bench/codec.js`).
  */
+import { Journal } from '../lib/journal.js'
 import { RequestStateCodec } from '../lib/modern/codec.js'
 import type { RequestStatePayload } from '../lib/modern/codec.js'
 import { originalParamsOf } from '../lib/modern/token-delivery.js'
@@ -35,11 +36,11 @@ const answers = [
 const payload: RequestStatePayload = {
   method: 'tools/call',
   originalParams: originalParamsOf(params),
-  ledger: answers.map(({ key, question, r }) => ({
-    k: key,
-    f: fingerprint(new FormQuestion(question, requestedSchema().string(key), forms)),
-    r,
-  })),
+  journal: new Journal(answers.map(({ key, question, r }) => ({
+    key,
+    fingerprint: fingerprint(new FormQuestion(question, requestedSchema().string(key), forms)),
+    answer: r,
+  }))),
   issuedAt: Date.now(),
   principal: 'user-8c1f',
   round: 3,

@@ -6,6 +6,7 @@
  * warm-up; the table gives medians and the median of the paired ratios (each run against the bare run of its round,
  * and `book_once` against `book` of its round). Then the token's growth per recorded value, from the codec alone.
  */
+import { Journal } from '../lib/journal.js'
 import { createHash } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { forkServer, type Server } from './child.js'
@@ -90,10 +91,10 @@ const shapes: Array<[string, unknown]> = [
 const tokenLength = (count: number, value: unknown): number => codec.encode({
   method: 'tools/call',
   originalParams: { name: 'book_once', arguments: { to: 'Lisbon' } },
-  ledger: [{ k: 'elicit-1', f: 'AAAAAAAAAAAAAAAAAAAAAA' }],
+  journal: new Journal([{ key: 'elicit-1', fingerprint: 'AAAAAAAAAAAAAAAAAAAAAA' }],
+    Array.from({ length: count }, (_, i) => [`effect-${i}`, value] as [string, unknown])),
   principal: null,
   round: 1,
-  effects: Array.from({ length: count }, (_, i) => [`effect-${i}`, value] as [string, unknown]),
 }).length
 console.log(`\n${'recorded value'.padEnd(36)}${'JSON bytes'.padStart(11)}${'first'.padStart(8)}${'each more'.padStart(11)}  (token characters; none recorded: ${tokenLength(0, null)})`)
 for (const [label, value] of shapes) {

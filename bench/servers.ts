@@ -9,6 +9,7 @@
  * asks), so the two differ only in the rest of mocapi's work. With BENCH_TOOLS=60, mocapi registers the 60 tools of
  * bench/tools.ts (the 60-tool workloads), whose `tools/list` the bare routes answer too.
  */
+import { Journal } from '../lib/journal.js'
 import Fastify from 'fastify'
 import mocapi, { requestedSchema } from '../lib/index.js'
 import { createHash } from 'node:crypto'
@@ -65,7 +66,7 @@ if (kind === 'mocapi') {
         codec.encode({
           method: body.method,
           originalParams: { name: body.params.name, arguments: body.params.arguments },
-          ledger: [{ k: 'elicit-1', f: fingerprint(bookQuestion) }],
+          journal: new Journal([{ key: 'elicit-1', fingerprint: fingerprint(bookQuestion) }]),
           principal: null,
           round: 1,
         })

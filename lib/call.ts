@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import type { FormAnswers } from './elicitation/answers.js'
 import type { Question } from './elicitation/questions.js'
 import type { ClientCapabilities, ClientState, InputRequest, InputRequiredResult, JsonObject, RequestId } from './protocol/wire.js'
+import type { Journal } from './journal.js'
 
 export interface NotificationStream {
   /** False when the message could not be sent (the client left, the reply is done). */
@@ -24,37 +25,24 @@ export interface Principal {
   state: PrincipalState
 }
 
-/** One ledger slot: the input key `k`, the request's fingerprint `f`, the answer `r` (absent while pending). */
-export interface LedgerEntry {
-  k: string
-  f: string
-  r?: unknown
-}
-
-/** An effect `ctx.once` recorded: its key and its JSON value. */
-export type Effect = [key: string, value: unknown]
-
 export interface AskTarget {
   ask (question: Question, key: string | undefined, capabilities: ClientCapabilities, unavailable?: string):
   Promise<unknown>
   once (key: string, fn: () => unknown): Promise<unknown>
   readonly signal: AbortSignal
   readonly asking: boolean
-  readonly ledger: readonly LedgerEntry[]
-  readonly effects: readonly Effect[]
+  readonly journal: Journal
 }
 
 export interface ReplayStart {
-  ledger: LedgerEntry[]
+  journal: Journal
   responses: JsonObject | undefined
   round: number
-  effects?: Effect[]
 }
 
 export interface Asked {
   inputRequests: Record<string, InputRequest>
-  ledger: LedgerEntry[]
-  effects: Effect[]
+  journal: Journal
 }
 
 /** `replay`: the 2025 stream's answers, for the next pass; `parked`: a task stored the questions, nothing to reply. */

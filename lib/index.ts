@@ -1,15 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { noop } from './check.js'
+import { randomBytes } from 'node:crypto'
 import type { McpContext } from './context.js'
 import { FormAnswers } from './elicitation/answers.js'
-import { Handlers } from './features/run.js'
+import { Handlers } from './features/handlers.js'
+import { registered } from './features/methods.js'
 import { Prompts } from './features/prompts.js'
 import { McpRegistry } from './features/registry.js'
 import { Resources } from './features/resources.js'
 import { BusLink } from './bus/link.js'
 import { InProcessBus } from './bus/bus.js'
-import type { ChangeEvent } from './bus/events.js'
 import { Subscriptions } from './features/subscriptions.js'
 import { Tools } from './features/tools.js'
 import { Skills } from './features/skills.js'
@@ -69,7 +69,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const compiler = new SchemaCompiler()
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
   const notificationBus = options.bus ?? new InProcessBus()
-  const bus = new BusLink(notificationBus, fastify.log)
+  const bus = new BusLink(notificationBus, fastify.log, randomBytes(9).toString('base64url'))
   const forms = new FormAnswers(compiler)
   const exchange = new Exchange(bus, fastify.log, options.answerTimeout, ACK_TIMEOUT_MS, options.limits)
   const engine = new ReplayEngine(options.maxRounds, options.bodyLimit, options.onceBytes)
@@ -92,40 +92,21 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     forms,
     resultLength: options.bodyLimit,
     log: fastify.log,
-    announce: (id) => { bus.publish({ kind: 'task', id, node: exchange.node }) },
+    announce: (id) => { bus.publish({ kind: 'task', id, node: bus.node }) },
   })
-  const taskView = (id: string, principal: string | null) => tasks.view(id, principal)
-  const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, taskView)
+  const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, tasks)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
-  bus.attach((event) => {
-    if (event.kind === 'session') hub.receive(event)
-    else if (event.kind === 'task') {
-      if (event.node !== exchange.node) tasks.changed(event.id).catch(noop)
-      subscriptions.notifyTask(event.id)
-    } else subscriptions.notify(event)
-  }, { node: exchange.node, listener: (message) => exchange.received(message) }, () => subscriptions.catchUp())
-  // Registrations made while the app boots are not news to anyone.
-  let live = false
+  bus.attach({ session: hub, tasks, streams: subscriptions, receiver: (message) => exchange.received(message) })
   fastify.addHook('onReady', async () => {
     await bus.ready()
-    live = true
-    if (options.taskStore === undefined && tools.taskCapable > 0) {
-      fastify.log.warn('mocapi: tasks are kept in memory (no tasks.store configured): one node serves them, and a restart ' +
-        'loses them; use RedisTaskStore from mocapi/redis, or another TaskStore, across a fleet')
-    }
-    // A store other nodes share, with news that stays on this one: a cancel reaches the pass's node late.
     const shared = options.taskStore !== undefined && !(options.taskStore instanceof MemoryTaskStore)
-    if (shared && (options.bus === undefined || options.bus instanceof InProcessBus)) {
-      fastify.log.warn('mocapi: tasks.store is shared, but the bus is in-process: task news and cancels reach other nodes ' +
-        'only at their next poll or lease write; give every node the same bus (RedisBus from mocapi/redis)')
-    }
+    const busShared = !(notificationBus instanceof InProcessBus)
+    tasks.warn(fastify.log, { configured: options.taskStore !== undefined, shared }, busShared)
   })
-  const announce = (event: ChangeEvent): void => {
-    if (live) bus.publish(event)
-  }
 
   const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills }
-  fastify.decorate('mcp', new McpRegistry({ ...features, announce }))
+  const counts = registered(features, tasks)
+  fastify.decorate('mcp', new McpRegistry({ ...features, announce: (event) => bus.announce(event) }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections(), options.heartbeat)
   // Abort every open reply first (streams end, waiting calls stop, handlers get the grace): no request hangs on close.
@@ -166,7 +147,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
         instructions: options.instructions,
         cache: options.cache.discover,
       },
-    }, features),
+    }, features, counts),
     delivery: new TokenDelivery(codec, options.singleUse ? notificationBus.claim!.bind(notificationBus) : undefined),
     forms,
     serverInfo: options.serverInfo,
@@ -181,7 +162,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
         instructions: options.instructions,
         uriLength: options.limits.uriLength,
         subscriptionUris: options.limits.subscriptionUris,
-      }, features, hub),
+      }, { ...features, callTool: (ctx) => tasks.call(ctx) }, counts, hub),
       sessions: new SessionCodec(ring, options.sessionTtl),
       hub,
       exchange,
@@ -237,7 +218,7 @@ export type { FromSchema } from './types/json-schema.js'
 export type { InputRequiredResult } from './protocol/wire.js'
 export type { MocapiOptions, CacheHint } from './options.js'
 export { MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type TaskQuota, type TaskWrite, type MemoryTaskStoreOptions } from './tasks/store.js'
-export type { ToolTaskOptions } from './tasks/options.js'
+export type { ToolTaskOptions } from './features/tool-task.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
 export { SKILLS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from './protocol/extensions.js'

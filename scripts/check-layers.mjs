@@ -9,14 +9,14 @@ const lib = join(root, 'lib')
 
 // Floors from the bottom. A file belongs to the first entry that names it or its folder, the longest name first.
 const FLOORS = [
-  ['leaves', ['errors.ts', 'check.ts', 'version.ts', 'symbols.ts', 'address.ts', 'json-schema.ts', 'types/', 'protocol/']],
+  ['leaves', ['errors.ts', 'check.ts', 'version.ts', 'symbols.ts', 'caller.ts', 'json-schema.ts', 'types/', 'protocol/']],
   ['seal', ['seal/']],
   ['bus', ['bus/']],
   ['elicitation', ['elicitation/']],
-  ['call', ['call.ts']],
+  ['call', ['call.ts', 'journal.ts']],
   ['replay', ['replay/']],
   ['context', ['context.ts']],
-  ['features', ['features/', 'tasks/options.ts']],
+  ['features', ['features/']],
   ['tasks', ['tasks/']],
   ['transport', ['transport/']],
   ['modern', ['modern/']],

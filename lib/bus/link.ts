@@ -1,13 +1,28 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { noop } from '../check.js'
-import type { BusEvent, NotificationBus } from './bus.js'
+import type { NotificationBus } from './bus.js'
+import type { BusEvent, ChangeEvent, SessionEvent } from './events.js'
 
 /** After `late` ms the server starts without the bus and the operator is told, then again every `nag` ms. */
 const BUS_TIMING = { late: 2_000, nag: 30_000 }
 const BUS_FAILURE_LOG_MS = 10_000
 
+/** Where each event a node hears goes: the parts that listen, by what they do with it. */
+export interface EventRoutes {
+  /** 2025-era sessions' events, for the streams and calls this node holds. */
+  session: { receive (event: SessionEvent): void }
+  /** A task's news from another node: a pass running it here may have been cancelled. */
+  tasks: { changed (id: string): Promise<void> }
+  /** Changes and tasks' news for the listen streams; `catchUp` once events may have been lost. */
+  streams: { notify (event: ChangeEvent): void, notifyTask (id: string): void, catchUp (): void }
+  /** What this node is sent directly (2025-era answers, over `send`). */
+  receiver?: (message: object) => void
+}
+
 /** Subscribes in the background, so a down bus never keeps the server from starting. */
 export class BusLink {
+  /** This node's id: messages sent to it reach it, and its own task news is not news to it. */
+  readonly node: string
   readonly #bus: NotificationBus
   readonly #log: FastifyBaseLogger
   readonly #timing: typeof BUS_TIMING
@@ -21,8 +36,11 @@ export class BusLink {
   #failed = 0
   #lastReport = -Infinity
   #attached: Promise<void> = Promise.resolve()
+  /** Registrations made while the app boots are not news to anyone: announcing starts once the app is ready. */
+  #live = false
 
-  constructor (bus: NotificationBus, log: FastifyBaseLogger, timing = BUS_TIMING) {
+  constructor (bus: NotificationBus, log: FastifyBaseLogger, node: string, timing = BUS_TIMING) {
+    this.node = node
     this.#bus = bus
     this.#log = log
     this.#timing = timing
@@ -37,8 +55,8 @@ export class BusLink {
   }
 
   /** Resolves once the bus delivers or `timing.late` ms pass: startup waits that long for the bus, no longer. */
-  ready (): Promise<void> {
-    return new Promise((resolve) => {
+  async ready (): Promise<void> {
+    await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, this.#timing.late)
       // #attached never rejects: a failure to subscribe is logged where it happens.
       this.#attached.then(() => {
@@ -46,6 +64,12 @@ export class BusLink {
         resolve()
       })
     })
+    this.#live = true
+  }
+
+  /** A change made by the app: published once the app is ready (see {@link ready}). */
+  announce (event: ChangeEvent): void {
+    if (this.#live) this.publish(event)
   }
 
   get routed (): boolean {
@@ -56,12 +80,17 @@ export class BusLink {
     return (this.#bus.send as NonNullable<NotificationBus['send']>)(node, message)
   }
 
-  /** Subscribes in the background; `resumed` runs whenever the bus delivers again, as events meanwhile were lost. */
-  attach (
-    deliver: (event: BusEvent) => void,
-    receiver?: { node: string, listener: (message: object) => void },
-    resumed: () => void = noop
-  ): void {
+  /** Subscribes in the background; streams catch up whenever the bus delivers again: events meanwhile were lost. */
+  attach (routes: EventRoutes): void {
+    const deliver = (event: BusEvent): void => {
+      if (event.kind === 'session') routes.session.receive(event)
+      else if (event.kind === 'task') {
+        if (event.node !== this.node) routes.tasks.changed(event.id).catch(noop)
+        routes.streams.notifyTask(event.id)
+      } else routes.streams.notify(event)
+    }
+    const resumed = (): void => { routes.streams.catchUp() }
+    const receiver = routes.receiver
     const started = Date.now()
     this.#nag = setTimeout(() => this.#stillDown(started), this.#timing.late)
     this.#nag.unref()
@@ -70,7 +99,7 @@ export class BusLink {
       .then(async () => {
         const unsubscribe = await this.#bus.subscribe(deliver)
         if (receiver === undefined || !this.routed) return unsubscribe
-        const stop = await (this.#bus.receive as NonNullable<NotificationBus['receive']>)(receiver.node, receiver.listener)
+        const stop = await (this.#bus.receive as NonNullable<NotificationBus['receive']>)(this.node, receiver)
         return () => {
           unsubscribe()
           stop()

@@ -36,6 +36,7 @@ export class Catalog<L, E extends Entry<L>> {
   #listed: L[] | undefined
   /** In registration order: {@link absent} runs the first. */
   readonly #guarded = new Set<E>()
+  readonly #observers: Array<(entry: E, added: boolean) => void> = []
 
   get size (): number {
     return this.#entries.size
@@ -57,6 +58,11 @@ export class Catalog<L, E extends Entry<L>> {
     if (typeof handler !== 'function') throw new InvalidDefinitionError(`${where} needs a handler function`)
   }
 
+  /** Told of every entry put or removed (what sits over a catalog counts its own kind of entry so). */
+  observe (observer: (entry: E, added: boolean) => void): void {
+    this.#observers.push(observer)
+  }
+
   entry (key: string): E | undefined {
     return this.#entries.get(key)
   }
@@ -73,6 +79,7 @@ export class Catalog<L, E extends Entry<L>> {
     this.#entries.set(key, entry)
     if (entry.canAccess !== undefined) this.#guarded.add(entry)
     this.#listed = undefined
+    for (const observer of this.#observers) observer(entry, true)
   }
 
   remove (key: string): E | undefined {
@@ -81,6 +88,7 @@ export class Catalog<L, E extends Entry<L>> {
     this.#entries.delete(key)
     this.#guarded.delete(entry)
     this.#listed = undefined
+    for (const observer of this.#observers) observer(entry, false)
     return entry
   }
 

@@ -8,7 +8,7 @@ import type { Registered } from './discover.js'
 import { paginate } from './pagination.js'
 import type { Prompts } from './prompts.js'
 import type { Resources } from './resources.js'
-import type { Handlers } from './run.js'
+import type { Handlers } from './handlers.js'
 import type { Tools } from './tools.js'
 import type { Skills } from './skills.js'
 import type { Views } from './views.js'
@@ -27,18 +27,22 @@ export interface ListSettings {
   pageSize: number
 }
 
-export function registered (features: SharedFeatures): Registered {
+/** What is registered now, read through: made once per registration for discovery and every method table. */
+export function registered (features: SharedFeatures, tasks: { readonly capable: number }): Registered {
   const { tools, prompts, resources, views, skills } = features
   return {
     get tools () { return tools.size },
     get prompts () { return prompts.size },
     get resources () { return resources.size },
     get templates () { return resources.templateCount },
-    get taskTools () { return tools.taskCapable },
+    get taskTools () { return tasks.capable },
     get views () { return views.size },
     get skills () { return skills.size },
   }
 }
+
+/** What both eras' `tools/call` runs: the tasks layer, which serves a client without the extension as a plain call. */
+export type CallTool = (ctx: McpContext) => Promise<object>
 
 async function completion (ctx: McpContext, features: SharedFeatures): Promise<JsonObject> {
   const ref = ctx.params.ref as JsonObject
@@ -56,14 +60,19 @@ async function completion (ctx: McpContext, features: SharedFeatures): Promise<J
   else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') completer = await features.resources.completer(ref.uri, argument.name, ctx)
   else throw invalidParams('params.ref must be { type: "ref/prompt", name } or { type: "ref/resource", uri }')
   const value = argument.value
-  return await features.handlers.call(ctx, `completer of ${argument.name}`,
+  return await features.handlers.direct(ctx, `completer of ${argument.name}`,
     () => complete(completer, value, { arguments: (resolved ?? {}) as Record<string, string> }))
 }
 
-/** The methods both eras share; `tools/call` as a plain call, which the 2026-07-28 table defines anew for tasks. */
-export function defineShared (dispatcher: Dispatcher<McpContext>, lists: ListSettings, features: SharedFeatures): void {
+/** The methods both eras share. */
+export function defineShared (
+  dispatcher: Dispatcher<McpContext>,
+  lists: ListSettings,
+  features: SharedFeatures,
+  counts: Registered,
+  callTool: CallTool
+): void {
   const { tools, prompts, resources, skills } = features
-  const counts = registered(features)
   // A list that varies by caller (some item has canAccess) is never cached as public.
   const page = async (key: string, items: Promise<readonly unknown[]>, cursor: unknown, varies: boolean) => {
     const { page, nextCursor } = paginate(await items, cursor, lists.pageSize)
@@ -85,7 +94,7 @@ export function defineShared (dispatcher: Dispatcher<McpContext>, lists: ListSet
     params: { name: 'string', arguments: 'object?', task: 'object?' },
     interactive: true,
     enabled: hasTools,
-    run: (ctx) => tools.call(ctx),
+    run: callTool,
   })
 
   dispatcher.define('prompts/list', {

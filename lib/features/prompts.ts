@@ -5,7 +5,7 @@ import { firstError, type SchemaCompiler, type Validator } from '../json-schema.
 import { isPlainObject, setOwn, type ContentBlock, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import type { Handlers } from './run.js'
+import { replyOf, type Handlers } from './handlers.js'
 import { scopeList, type Scopes } from './scopes.js'
 
 /** One argument of a prompt, as `prompts/list` shows it, plus how to complete it. */
@@ -142,8 +142,7 @@ export class Prompts extends Catalog<PromptDefinition, Prompt> {
     const handler = prompt.handler
     const strings = args as Record<string, string>
     const run = async (): Promise<GetPromptResult> => promptResult(name, await handler(strings, ctx))
-    const outcome = await this.#handlers.run(ctx, prompt.label, run)
-    return 'complete' in outcome ? outcome.complete : outcome as InputRequiredResult
+    return replyOf(await this.#handlers.replay(ctx, prompt.label, run))
   }
 }
 

@@ -5,7 +5,7 @@ import { isViewUri } from '../protocol/extensions.js'
 import { isPlainObject, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
 import { toCompleter, type Completer, type CompletionSource } from './completions.js'
 import { Catalog, accessCheck, allowed, listedForm, type AccessCheck, type Entry } from './catalog.js'
-import type { Handlers } from './run.js'
+import { replyOf, type Handlers } from './handlers.js'
 import { scopeList, type Scopes } from './scopes.js'
 import { UriTemplate } from './uri-template.js'
 
@@ -273,12 +273,11 @@ export class Resources {
     if (found === undefined) throw new ResourceNotFoundError(uri)
     this.#scopes.check(found.entry.scopes, ctx, 'The resource', uri)
     const { mimeType, cache } = found.entry
-    const outcome = await this.#handlers.run(ctx, `resource ${uri}`, async () => {
+    return replyOf(await this.#handlers.replay(ctx, `resource ${uri}`, async () => {
       const value = await found.run()
       if (value === undefined || value === null) throw new ResourceNotFoundError(uri)
       return { contents: toContents(value, uri, mimeType), ttlMs: cache.ttlMs, cacheScope: cache.cacheScope }
-    })
-    return 'complete' in outcome ? outcome.complete : outcome as InputRequiredResult
+    }))
   }
 }
 

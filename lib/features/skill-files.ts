@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import { InvalidDefinitionError } from '../errors.js'
 import { isPlainObject, type JsonObject } from '../protocol/wire.js'
-import { notJson } from '../replay/effects.js'
+import { notJson } from '../protocol/json.js'
 
 export const SKILL_FILE = 'SKILL.md'
 /** The extension's limits per skill (SEP-2640): files, and bytes summed over them. */

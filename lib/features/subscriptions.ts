@@ -3,7 +3,7 @@ import { noop } from '../check.js'
 import type { McpContext } from '../context.js'
 import { kCallState } from '../symbols.js'
 import { invalidRequest } from '../errors.js'
-import { callerOf } from '../address.js'
+import { callerOf } from '../caller.js'
 import type { JsonObject } from '../protocol/wire.js'
 import { LIST_KINDS, type ChangeEvent, type ListKind } from '../bus/events.js'
 
@@ -37,7 +37,10 @@ export interface Listener {
   end (): void
 }
 
-type TaskView = (id: string, principal: string | null) => Promise<JsonObject | undefined>
+/** A task as its owner may see it (`tasks/get`'s view), or undefined for anyone else. */
+export interface TaskViews {
+  view (id: string, principal: string | null): Promise<JsonObject | undefined>
+}
 
 /** Indexed by list kind and URI, so a change scans no filter; an update reaches only callers that may read it. */
 export class Subscriptions {
@@ -48,12 +51,12 @@ export class Subscriptions {
   readonly #byList: Record<ListKind, Set<Listener>> = { tools: new Set(), prompts: new Set(), resources: new Set() }
   readonly #byUri = new Map<string, Set<Listener>>()
   readonly #byTask = new Map<string, Set<Listener>>()
-  readonly #taskView: TaskView
+  readonly #tasks: TaskViews
 
-  constructor (limits: StreamSettings, visibility: ResourceVisibility, taskView: TaskView) {
+  constructor (limits: StreamSettings, visibility: ResourceVisibility, tasks: TaskViews) {
     this.#limits = limits
     this.#visibility = visibility
-    this.#taskView = taskView
+    this.#tasks = tasks
   }
 
   get limits (): StreamSettings {
@@ -64,7 +67,7 @@ export class Subscriptions {
     const listeners = this.#byTask.get(id)
     if (listeners === undefined) return
     for (const listener of listeners) {
-      this.#taskView(id, listener.ctx.principal).then((view) => {
+      this.#tasks.view(id, listener.ctx.principal).then((view) => {
         if (view !== undefined && this.#listeners.has(listener)) listener.notifyTask?.(view)
       }, noop)
     }

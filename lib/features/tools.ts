@@ -1,6 +1,6 @@
 import { fail, plainObject } from '../check.js'
 import type { McpContext } from '../context.js'
-import { InvalidArgumentError, InvalidDefinitionError, invalidParams } from '../errors.js'
+import { InvalidDefinitionError, invalidParams } from '../errors.js'
 import { describeErrors, type SchemaCompiler, type Validator } from '../json-schema.js'
 import { showsViews } from '../protocol/extensions.js'
 import {
@@ -8,12 +8,11 @@ import {
   type JsonValue,
 } from '../protocol/wire.js'
 import type { Outcome } from '../replay/engine.js'
-import { kCallState } from '../symbols.js'
-import { tasksRequired, toolTask, type ToolTask, type ToolTaskOptions } from '../tasks/options.js'
+import { toolTask, type ToolTask, type ToolTaskOptions } from './tool-task.js'
 import type { FromSchema } from '../types/json-schema.js'
 import { Catalog, accessCheck, listedForm, type AccessCheck, type Entry } from './catalog.js'
 import { ParamHeaders } from './param-headers.js'
-import { HandlerFailed, type Handlers } from './run.js'
+import { HandlerFailed, type Handlers } from './handlers.js'
 import { scopeList, type Scopes } from './scopes.js'
 import type { ToolUi, Views } from './views.js'
 
@@ -135,7 +134,7 @@ type SchemaOf<Definition, Key extends 'inputSchema' | 'outputSchema'> = Key exte
   ? Exclude<Definition[Key], undefined>
   : never
 
-interface Tool extends Entry<ToolDefinition> {
+export interface Tool extends Entry<ToolDefinition> {
   handler: ToolHandler
   label: string
   inputSchema: JsonObject
@@ -171,24 +170,17 @@ function isContent (value: unknown): value is ContentBlock[] {
   return Array.isArray(value) && value.every((block) => isPlainObject(block) && typeof block.type === 'string')
 }
 
-interface ToolCall {
+export interface ToolCall {
   readonly tool: Tool
   readonly args: JsonObject
 }
 
-type ToolEnd = CallToolResult | Exclude<Outcome<unknown>, { complete: unknown }>
-
-/** What a handler of a task-capable tool that does not declare `task.detach` gets from `ctx.detach()`. */
-function undeclaredDetach (name: string): () => Promise<void> {
-  return () => Promise.reject(new InvalidArgumentError(`ctx.detach() needs tool ${name} to declare task: { detach: true }; ` +
-    'without it, a call becomes a task before its handler runs'))
-}
+/** A pass of a task parks: its questions went to the task, and nothing is replied. */
+export type ToolEnd = CallToolResult | InputRequiredResult | Extract<Outcome<unknown>, { kind: 'parked' }>
 
 export class Tools extends Catalog<ToolDefinition, Tool> {
   readonly #handlers: Handlers
   readonly #compiler: SchemaCompiler
-  #taskCapable = 0
-  #taskServing = false
   readonly #scopes: Scopes
   readonly #views: Views
   /** Listed forms of the tools only views call, left out for clients that show no views. */
@@ -204,15 +196,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
 
   override get varies (): boolean {
     return super.varies || this.#appOnly.size > 0
-  }
-
-  get taskCapable (): number {
-    return this.#taskCapable
-  }
-
-  /** Whether a task-capable tool was ever registered: its tasks outlive it, so `tasks/*` stays served. */
-  get servesTasks (): boolean {
-    return this.#taskServing
   }
 
   add (definition: ToolDefinition, handler: ToolHandler): void {
@@ -260,10 +243,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
       scopes,
       view: ui.resourceUri,
     })
-    if (task !== undefined) {
-      this.#taskCapable++
-      this.#taskServing = true
-    }
     if (ui.resourceUri !== undefined) this.#views.link(ui.resourceUri, name)
     if (ui.appOnly) this.#appOnly.add(listed)
   }
@@ -273,7 +252,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     if (tool === undefined) return false
     this.#compiler.release(tool.inputSchema)
     if (tool.outputSchema !== undefined) this.#compiler.release(tool.outputSchema)
-    if (tool.task !== undefined) this.#taskCapable--
     if (tool.view !== undefined) this.#views.unlink(tool.view, name)
     this.#appOnly.delete(tool.listed)
     return true
@@ -283,14 +261,6 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
     const shown = await super.visible(ctx)
     if (this.#appOnly.size === 0 || showsViews(ctx.clientCapabilities)) return shown
     return shown.filter((listed) => !this.#appOnly.has(listed))
-  }
-
-  /** `tools/call` as a plain call (a 2025-era client's): a tool that must run as a task is refused. */
-  async call (ctx: McpContext): Promise<CallToolResult | InputRequiredResult> {
-    const resolved = await this.resolve(ctx)
-    if (!('tool' in resolved)) return resolved
-    if (resolved.tool.task?.support === 'required') throw tasksRequired()
-    return await this.run(ctx, resolved) as CallToolResult | InputRequiredResult
   }
 
   async resolve (ctx: McpContext): Promise<ToolCall | CallToolResult> {
@@ -309,22 +279,23 @@ export class Tools extends Catalog<ToolDefinition, Tool> {
 
   async run (ctx: McpContext, { tool, args }: ToolCall): Promise<ToolEnd> {
     const handler = tool.handler
-    if (tool.task !== undefined && !tool.task.detach) ctx[kCallState].detacher ??= undeclaredDetach(tool.listed.name)
     let outcome
     try {
-      outcome = await this.#handlers.run(ctx, tool.label, () => handler(args, ctx))
+      outcome = await this.#handlers.replay(ctx, tool.label, () => handler(args, ctx))
     } catch (error) {
       if (error instanceof HandlerFailed) return errorResult(error.message)
       throw error
     }
-    return 'complete' in outcome ? this.#result(tool, outcome.complete) : outcome
+    if (outcome.kind === 'complete') return this.#result(tool, outcome.value)
+    return outcome.kind === 'input_required' ? outcome.result : outcome
   }
 
-  async resume (ctx: McpContext): Promise<ToolEnd> {
+  /** A stored call's tool (a task's next pass): its arguments were checked when the call was made. */
+  async stored (ctx: McpContext): Promise<ToolCall> {
     const name = ctx.params.name as string
     const tool = await this.find(name, ctx)
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`)
-    return await this.run(ctx, { tool, args: ctx.params.arguments as JsonObject })
+    return { tool, args: ctx.params.arguments as JsonObject }
   }
 
   #result (tool: Tool, value: unknown): CallToolResult {

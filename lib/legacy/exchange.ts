@@ -64,12 +64,14 @@ function isForwarded (message: unknown): message is Forwarded {
 }
 
 interface Link {
+  /** This node's id on the bus: what answers are addressed to. */
+  readonly node: string
   readonly routed: boolean
   send (node: string, message: object): Promise<boolean>
 }
 
 export class Exchange {
-  readonly node = randomBytes(9).toString('base64url')
+  readonly node: string
   readonly #link: Link
   readonly #log: FastifyBaseLogger
   readonly #timeout: number
@@ -82,6 +84,7 @@ export class Exchange {
   /** `timeout`: a call's wait for its client's answers; `ackTimeout`: a forwarded answer's wait to be taken (ms). */
   constructor (link: Link, log: FastifyBaseLogger, timeout: number, ackTimeout = ACK_TIMEOUT_MS,
     limits: WaitingSettings = { waitingCalls: Infinity, waitingCallsPerCaller: Infinity }) {
+    this.node = link.node
     this.#link = link
     this.#log = log
     this.#timeout = timeout

@@ -1,7 +1,7 @@
 import type { McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
-import { capabilities } from '../features/discover.js'
-import { defineShared, registered, type ListSettings, type SharedFeatures } from '../features/methods.js'
+import { capabilities, type Registered } from '../features/discover.js'
+import { defineShared, type CallTool, type ListSettings, type SharedFeatures } from '../features/methods.js'
 import { checkUriLength } from '../features/resources.js'
 import { Dispatcher } from '../protocol/dispatch.js'
 import { LOGGING_LEVELS, type Implementation, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
@@ -19,11 +19,11 @@ interface LegacySettings {
 /** What a session sets after `initialize` goes to the hub, since its sealed id cannot change. */
 export function legacyMethods (
   settings: LegacySettings,
-  features: SharedFeatures,
+  features: SharedFeatures & { callTool: CallTool },
+  counts: Registered,
   hub: SessionHub
 ): Dispatcher<McpContext> {
   const dispatcher = new Dispatcher<McpContext>()
-  const counts = registered(features)
   const session = (ctx: McpContext) => ctx[kCallState].client.session
   dispatcher.define('initialize', {
     params: { protocolVersion: 'string', capabilities: 'object', clientInfo: 'object' },
@@ -65,6 +65,6 @@ export function legacyMethods (
       },
     })
   }
-  defineShared(dispatcher, settings.lists, features)
+  defineShared(dispatcher, settings.lists, features, counts, features.callTool)
   return dispatcher
 }

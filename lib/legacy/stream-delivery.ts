@@ -1,6 +1,7 @@
-import { callerOf } from '../address.js'
+import { callerOf } from '../caller.js'
 import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
 import { ErrorCode, McpError, invalidRequest } from '../errors.js'
+import { Journal } from '../journal.js'
 import { isPlainObject, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import type { Exchange } from './exchange.js'
 
@@ -31,7 +32,7 @@ export class StreamDelivery implements Delivery {
   }
 
   start (): ReplayStart {
-    return { ledger: [], responses: undefined, round: 0 }
+    return { journal: new Journal(), responses: undefined, round: 0 }
   }
 
   async deliver (call: CallState, label: string, asked: Asked): Promise<Delivered> {

@@ -1,20 +1,19 @@
 // A token carries all a replayed request needs (layout: seal.ts). Its plaintext is positional, `[method,
-// originalParams, ledger, issuedAt, principal, round?, effects?]` with `[k, f, r?]` slots and `[key, value]` effects
-// (bench/README.md#compact-plaintext); `round` is written whenever `effects` is.
-import type { Effect, LedgerEntry } from '../call.js'
+// originalParams, answers, issuedAt, principal, round?, effects?]` with `[key, fingerprint, answer?]` slots and
+// `[key, value]` effects (bench/README.md#compact-plaintext); `round` is written whenever `effects` is.
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js'
+import { Journal, type AnswerSlot } from '../journal.js'
+import { notJson } from '../protocol/json.js'
 import { isPlainObject } from '../protocol/wire.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 
 export interface RequestStatePayload {
   method: string
   originalParams: Record<string, unknown>
-  ledger: LedgerEntry[]
+  journal: Journal
   issuedAt: number
   principal: string | null
   round?: number
-  /** What `ctx.once` recorded, in the order it ran. */
-  effects?: Effect[]
 }
 
 /** `ttl` in ms; `now` in epoch ms; token lengths in characters. */
@@ -40,22 +39,10 @@ export class UncarriableError extends TypeError {
 }
 
 // Why a value would not come back the same: `1e400` (Infinity) returns as null, binding the token to other params.
-// What a client sends nests at most MAX_DEPTH deep (the envelope refuses more), so the recursion is bounded.
+// What a client sends nests at most MAX_DEPTH deep (the envelope refuses more), so the walk is bounded.
 function unwritable (value: unknown): string | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `it holds a number JSON cannot write (${value})`
-  if (typeof value !== 'object' || value === null) return undefined
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      const reason = unwritable(item)
-      if (reason !== undefined) return reason
-    }
-    return undefined
-  }
-  for (const key in value) {
-    const reason = unwritable((value as Record<string, unknown>)[key])
-    if (reason !== undefined) return reason
-  }
-  return undefined
+  const reason = notJson(value, Infinity)
+  return reason === undefined ? undefined : `it holds ${reason}, which JSON cannot write`
 }
 
 export class RequestStateCodec {
@@ -78,19 +65,23 @@ export class RequestStateCodec {
     const { principal, round } = payload
     const unfit = unwritable(payload.originalParams)
     if (unfit !== undefined) throw new UncarriableError(unfit)
-    const source = payload.ledger
-    const ledger: unknown[] = new Array(source.length)
+    const source = payload.journal.answers
+    const answers: unknown[] = new Array(source.length)
     for (let i = 0; i < source.length; i++) {
-      const { k, f, r } = source[i]
-      const answerUnfit = unwritable(r)
-      if (answerUnfit !== undefined) throw new UncarriableError(`an answer: ${answerUnfit}`)
+      const { key, fingerprint, answer } = source[i]
       // An undefined answer leaves the slot pending, as it would in an object (an array would write null).
-      ledger[i] = r === undefined ? [k, f] : [k, f, r]
+      if (answer === undefined) {
+        answers[i] = [key, fingerprint]
+        continue
+      }
+      const answerUnfit = unwritable(answer)
+      if (answerUnfit !== undefined) throw new UncarriableError(`an answer: ${answerUnfit}`)
+      answers[i] = [key, fingerprint, answer]
     }
     const issuedAt = payload.issuedAt ?? this.#now()
-    const { effects } = payload
-    const plain: unknown[] = [payload.method, payload.originalParams, ledger, issuedAt, principal]
-    if (effects !== undefined && effects.length > 0) plain.push(round ?? 0, effects)
+    const { effects } = payload.journal
+    const plain: unknown[] = [payload.method, payload.originalParams, answers, issuedAt, principal]
+    if (effects.size > 0) plain.push(round ?? 0, [...effects])
     else if (round !== undefined) plain.push(round)
     return this.#sealer.seal(JSON.stringify(plain))
   }
@@ -130,30 +121,32 @@ function toPayload (plain: unknown): RequestStatePayload | undefined {
   if (!Array.isArray(entries)) return undefined
   if (typeof issuedAt !== 'number' || !Number.isFinite(issuedAt)) return undefined
   if (principal !== null && typeof principal !== 'string') return undefined
-  const ledger: LedgerEntry[] = new Array(entries.length)
+  const answers: AnswerSlot[] = new Array(entries.length)
   for (let i = 0; i < entries.length; i++) {
     const entry: unknown = entries[i]
     if (!Array.isArray(entry)) return undefined
-    const k: unknown = entry[0]
-    const f: unknown = entry[1]
-    if (typeof k !== 'string' || typeof f !== 'string') return undefined
-    if (entry.length === 2) ledger[i] = { k, f }
-    else if (entry.length === 3) ledger[i] = { k, f, r: entry[2] }
+    const key: unknown = entry[0]
+    const fingerprint: unknown = entry[1]
+    if (typeof key !== 'string' || typeof fingerprint !== 'string') return undefined
+    if (entry.length === 2) answers[i] = { key, fingerprint }
+    else if (entry.length === 3) answers[i] = { key, fingerprint, answer: entry[2] }
     else return undefined
   }
   if (plain.length === 5) {
-    return { method, originalParams, ledger, issuedAt, principal }
+    return { method, originalParams, journal: new Journal(answers), issuedAt, principal }
   }
   const round: unknown = plain[5]
   if (!Number.isSafeInteger(round) || (round as number) < 0) return undefined
-  if (plain.length === 6) return { method, originalParams, ledger, issuedAt, principal, round: round as number }
-  const effects = effectsOf(plain[6])
+  if (plain.length === 6) {
+    return { method, originalParams, journal: new Journal(answers), issuedAt, principal, round: round as number }
+  }
+  const effects = effectsFrom(plain[6])
   if (effects === undefined) return undefined
-  return { method, originalParams, ledger, issuedAt, principal, round: round as number, effects }
+  return { method, originalParams, journal: new Journal(answers, effects), issuedAt, principal, round: round as number }
 }
 
 /** `[[key, value], …]` with distinct non-empty keys, or undefined. */
-function effectsOf (recorded: unknown): Effect[] | undefined {
+function effectsFrom (recorded: unknown): Array<[string, unknown]> | undefined {
   if (!Array.isArray(recorded)) return undefined
   const keys = new Set<string>()
   for (const effect of recorded) {
@@ -162,5 +155,5 @@ function effectsOf (recorded: unknown): Effect[] | undefined {
     if (typeof key !== 'string' || key === '' || keys.has(key)) return undefined
     keys.add(key)
   }
-  return recorded as Effect[]
+  return recorded as Array<[string, unknown]>
 }

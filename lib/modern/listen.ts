@@ -4,7 +4,7 @@ import { invalidParams } from '../errors.js'
 import { LIST_CHANGED, type Filter, type StreamSettings, type Subscriptions } from '../features/subscriptions.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 import { kCallState } from '../symbols.js'
-import { isTaskId, requireTasks } from '../tasks/options.js'
+import { isTaskId, requireTasks } from '../features/tool-task.js'
 
 const LIST_FLAGS: Readonly<Record<string, ListKind>> = { toolsListChanged: 'tools', promptsListChanged: 'prompts', resourcesListChanged: 'resources' }
 

@@ -1,6 +1,6 @@
 import type { McpContext } from '../context.js'
-import { discover, type DiscoverSettings } from '../features/discover.js'
-import { defineShared, registered, type ListSettings, type SharedFeatures } from '../features/methods.js'
+import { discover, type DiscoverSettings, type Registered } from '../features/discover.js'
+import { defineShared, type ListSettings, type SharedFeatures } from '../features/methods.js'
 import type { Subscriptions } from '../features/subscriptions.js'
 import { Dispatcher } from '../protocol/dispatch.js'
 import { listen } from './listen.js'
@@ -13,22 +13,16 @@ interface ModernFeatures extends SharedFeatures {
 
 export function modernMethods (
   settings: { lists: ListSettings, discover: DiscoverSettings },
-  features: ModernFeatures
+  features: ModernFeatures,
+  counts: Registered
 ): Dispatcher<McpContext> {
   const dispatcher = new Dispatcher<McpContext>()
-  const counts = registered(features)
-  const { tasks, tools, subscriptions } = features
+  const { tasks, subscriptions } = features
   dispatcher.define('server/discover', { params: {}, run: async () => discover(settings.discover, counts) })
-  defineShared(dispatcher, settings.lists, features)
   // Tasks sit over tools: a task-capable call from a client with the extension becomes a task.
-  dispatcher.define('tools/call', {
-    params: { name: 'string', arguments: 'object?', task: 'object?' },
-    interactive: true,
-    enabled: () => tools.size > 0,
-    run: (ctx) => tasks.call(ctx),
-  })
+  defineShared(dispatcher, settings.lists, features, counts, (ctx) => tasks.call(ctx))
   dispatcher.define('subscriptions/listen', { params: { notifications: 'object' }, run: (ctx) => listen(ctx, subscriptions) })
-  const hasTasks = () => tools.servesTasks
+  const hasTasks = () => tasks.served
   dispatcher.define('tasks/get', { params: { taskId: 'string' }, enabled: hasTasks, run: (ctx) => tasks.get(ctx) })
   dispatcher.define('tasks/update', {
     params: { taskId: 'string', inputResponses: 'object' },

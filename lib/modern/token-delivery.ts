@@ -1,6 +1,7 @@
 import type { NotificationBus } from '../bus/bus.js'
 import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
 import { ErrorCode, InvalidRequestStateError, McpError, invalidParams, unboundPrincipal } from '../errors.js'
+import { Journal } from '../journal.js'
 import type { JsonObject } from '../protocol/wire.js'
 import { digest } from '../seal/digest.js'
 import type { TokenTooLongError } from '../seal/seal.js'
@@ -78,13 +79,13 @@ export class TokenDelivery implements Delivery {
   start (call: CallState): ReplayStart | Promise<ReplayStart> {
     const responses = call.params.inputResponses as JsonObject | undefined
     const token = call.params.requestState
-    if (typeof token !== 'string') return { ledger: [], responses, round: 0 }
+    if (typeof token !== 'string') return { journal: new Journal(), responses, round: 0 }
     if (call.principal.state === 'unbound') throw unboundPrincipal()
     const payload = this.#codec.decode(token)
     if (payload.principal !== call.principal.value) throw new InvalidRequestStateError('principal mismatch')
     if (payload.method !== call.method) throw new InvalidRequestStateError('method mismatch')
     if (!sameParams(payload.originalParams, call.params)) throw new InvalidRequestStateError('target or arguments mismatch')
-    const start = { ledger: payload.ledger, responses, round: payload.round ?? 0, effects: payload.effects }
+    const start = { journal: payload.journal, responses, round: payload.round ?? 0 }
     return this.#claim === undefined ? start : this.#claimed(call, token, payload, start)
   }
 
@@ -112,8 +113,7 @@ export class TokenDelivery implements Delivery {
       requestState = this.#codec.encode({
         method: call.method,
         originalParams: originalParamsOf(call.params),
-        ledger: asked.ledger,
-        effects: asked.effects,
+        journal: asked.journal,
         principal: call.principal.value,
         round
       })

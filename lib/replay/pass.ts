@@ -1,14 +1,15 @@
-import type { AskTarget, Delivery, Effect, LedgerEntry } from '../call.js'
+import type { AskTarget, Delivery } from '../call.js'
 import { defaultKey, type Question } from '../elicitation/questions.js'
 import { noop } from '../check.js'
 import { ElicitationLedgerMismatchError, InvalidArgumentError, invalidParams, missingCapability } from '../errors.js'
+import { jsonCopy, notJson } from '../protocol/json.js'
 import { setOwn, type ClientCapabilities, type InputRequest, type JsonObject } from '../protocol/wire.js'
-import { copyOf, notJson } from './effects.js'
 import { differingPart, fingerprint } from './fingerprint.js'
+import type { AnswerSlot, Journal } from '../journal.js'
 
 type PassOutcome<T> =
   | { kind: 'complete', value: T }
-  | { kind: 'input_required', inputRequests: Record<string, InputRequest>, ledger: LedgerEntry[], effects: Effect[] }
+  | { kind: 'input_required', inputRequests: Record<string, InputRequest>, journal: Journal }
 
 const INPUT_REQUIRED = 'mocapi: this round needs input from the client; the handler runs again when the client answers'
 
@@ -38,33 +39,36 @@ interface RoundBudget {
   readonly onceBytes: number
 }
 
-/** One run of a handler: its Nth ask reads ledger slot N; asks made in the turn of the first unanswered one join it. */
+/** The questions of the round a pass yields: the first unanswered ask's, and those made in its turn. */
+interface PendingRound {
+  readonly requests: Record<string, InputRequest>
+  readonly yielded: Promise<never>
+  /** What the new slots take in the journal, and the requests as sent: each has its budget. */
+  slotBytes: number
+  size: number
+}
+
+/** One run of a handler over the call's journal (replay/journal.ts), its unwind when it yields, and its drain. */
 export class ReplayPass implements AskTarget {
-  readonly #ledger: LedgerEntry[]
+  readonly journal: Journal
   readonly #responses: JsonObject | undefined
   readonly #budget: RoundBudget
-  readonly #effects: Effect[]
-  #recorded: Map<string, unknown> | undefined
+  /** Keys used in this pass: by asks, and by `ctx.once`. */
+  #askKeys: Set<string> | undefined
   #onceKeys: Set<string> | undefined
+  #ordinal = 0
+  #round: PendingRound | undefined
   /** Effects started and not settled: a pass that yields waits for them, so none that ran goes unrecorded. */
   #running = 0
   #draining = false
-  #keys: Set<string> | undefined
-  #ordinal = 0
-  #pendingBytes = 0
-  #pendingSize = 0
-  #pending: Record<string, InputRequest> | undefined
-  #yielded: Promise<never> | undefined
   #closed = false
   #controller: AbortController | undefined
-  #resolve: ((outcome: PassOutcome<unknown>) => void) | undefined
-  #reject: ((error: unknown) => void) | undefined
+  #end: { resolve: (outcome: PassOutcome<unknown>) => void, reject: (error: unknown) => void } | undefined
 
-  constructor (ledger: LedgerEntry[], responses: JsonObject | undefined, budget: RoundBudget, effects: Effect[] = []) {
-    this.#ledger = ledger
+  constructor (journal: Journal, responses: JsonObject | undefined, budget: RoundBudget) {
+    this.journal = journal
     this.#responses = responses
     this.#budget = budget
-    this.#effects = effects
   }
 
   get signal (): AbortSignal {
@@ -74,27 +78,12 @@ export class ReplayPass implements AskTarget {
   }
 
   get asking (): boolean {
-    return this.#pending !== undefined
-  }
-
-  get ledger (): readonly LedgerEntry[] {
-    return this.#ledger
-  }
-
-  get effects (): readonly Effect[] {
-    return this.#effects
-  }
-
-  get counts (): { answered: number, pending: number } {
-    let answered = 0
-    for (const slot of this.#ledger) if ('r' in slot) answered++
-    return { answered, pending: this.#ledger.length - answered }
+    return this.#round !== undefined
   }
 
   run<T> (fn: () => T | PromiseLike<T>): Promise<PassOutcome<T>> {
     return new Promise<PassOutcome<T>>((resolve, reject) => {
-      this.#resolve = resolve as (outcome: PassOutcome<unknown>) => void
-      this.#reject = reject
+      this.#end = { resolve: resolve as (outcome: PassOutcome<unknown>) => void, reject }
       let value
       try {
         value = fn()
@@ -119,63 +108,65 @@ export class ReplayPass implements AskTarget {
     capabilities: ClientCapabilities,
     unavailable?: string
   ): Promise<unknown> {
-    if (this.#closed) return this.#yielded ?? rejected(new Error('ctx.elicit() and kin were called after the handler\'s pass ended'))
+    if (this.#closed) return this.#round?.yielded ?? rejected(new Error('ctx.elicit() and kin were called after the handler\'s pass ended'))
     const ordinal = this.#ordinal++
-    const ledger = this.#ledger
+    const answers = this.journal.answers
     key ??= defaultKey(question.prefix, ordinal)
-    const keys = (this.#keys ??= new Set())
+    const keys = (this.#askKeys ??= new Set())
     if (keys.has(key)) return this.#fail(new InvalidArgumentError(`Input key "${key}" is used twice in one request: keys must be unique`))
     keys.add(key)
 
-    const slot = ledger[ordinal] as LedgerEntry | undefined
+    const slot = answers[ordinal] as AnswerSlot | undefined
     const print = fingerprint(question)
     if (slot !== undefined) {
-      if (slot.k !== key) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1, 'key'))
-      const part = differingPart(slot.f, print, question.kind)
+      if (slot.key !== key) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1, 'key'))
+      const part = differingPart(slot.fingerprint, print, question.kind)
       if (part !== undefined) return this.#fail(new ElicitationLedgerMismatchError(ordinal + 1, part))
-      if ('r' in slot) return Promise.resolve(slot.r)
+      if ('answer' in slot) return Promise.resolve(slot.answer)
     }
     const responses = this.#responses
     const incoming = responses !== undefined && Object.hasOwn(responses, key) ? responses[key] : undefined
     if (incoming !== undefined) {
       const checked = question.check(incoming)
       if (!checked.ok) return this.#fail(invalidParams(`inputResponses.${key}: ${checked.message}`))
-      ledger[ordinal] = { k: key, f: print, r: checked.value }
+      answers[ordinal] = { key, fingerprint: print, answer: checked.value }
       return Promise.resolve(checked.value)
     }
     const missing = question.missing(capabilities)
     if (missing !== undefined) {
       if (unavailable === undefined) return this.#fail(missingCapability(missing))
       const answer = { action: 'unavailable', reason: unavailable }
-      ledger[ordinal] = { k: key, f: print, r: answer }
+      answers[ordinal] = { key, fingerprint: print, answer }
       return Promise.resolve(answer)
     }
-    this.#pendingBytes += key.length + print.length + 8
+    const round = (this.#round ??= this.#yield())
+    round.slotBytes += key.length + print.length + 8
     const carried = this.#budget.delivery()
-    if (carried !== undefined && this.#pendingBytes > carried.bytes) {
+    if (carried !== undefined && round.slotBytes > carried.bytes) {
       return this.#fail(invalidParams(carried.tooLarge(ordinal + 1)))
     }
-    this.#pendingSize += key.length + question.size
-    if (this.#pendingSize > this.#budget.size) {
+    round.size += key.length + question.size
+    if (round.size > this.#budget.size) {
       return this.#fail(invalidParams(`The handler asked for more input in one round than one response may carry: its input requests passed ${this.#budget.size} characters (the bodyLimit option)`))
     }
-    ledger[ordinal] = { k: key, f: print }
-    if (this.#pending === undefined) {
-      // A plain object, not Object.create(null): bench/README.md#questions.
-      this.#pending = {}
-      this.#yielded = rejected(inputRequired())
-      setImmediate(() => { this.#drain() })
-    }
+    answers[ordinal] = { key, fingerprint: print }
     // Assignment would take `__proto__` for the prototype.
-    if (key === '__proto__') setOwn(this.#pending, key, question.build())
-    else this.#pending[key] = question.build()
-    return this.#yielded as Promise<never>
+    if (key === '__proto__') setOwn(round.requests, key, question.build())
+    else round.requests[key] = question.build()
+    return round.yielded
+  }
+
+  /** The first unanswered ask opens the round; it closes once this turn, and the effects it started, are over. */
+  #yield (): PendingRound {
+    setImmediate(() => { this.#drain() })
+    // A plain object, not Object.create(null): bench/README.md#questions.
+    return { requests: {}, yielded: rejected(inputRequired()), slotBytes: 0, size: 0 }
   }
 
   /** Runs `fn` unless this call's journal holds `key`, and records its JSON value; refusals name the key. */
   once (key: string, fn: () => unknown): Promise<unknown> {
     if (this.#closed || this.#draining) {
-      return this.#yielded ?? rejected(new Error('ctx.once() was called after the handler\'s pass ended'))
+      return this.#round?.yielded ?? rejected(new Error('ctx.once() was called after the handler\'s pass ended'))
     }
     if (typeof key !== 'string' || key === '' || typeof fn !== 'function') {
       return Promise.reject(new InvalidArgumentError(`ctx.once() needs a non-empty key string and a function, got ${typeof key} and ${typeof fn}`))
@@ -183,8 +174,8 @@ export class ReplayPass implements AskTarget {
     const keys = (this.#onceKeys ??= new Set())
     if (keys.has(key)) return Promise.reject(new InvalidArgumentError(`ctx.once("${key}") was called twice in one pass: a key names one effect`))
     keys.add(key)
-    const recorded = this.#journal()
-    if (recorded.has(key)) return Promise.resolve(copyOf(recorded.get(key)))
+    const { effects } = this.journal
+    if (effects.has(key)) return Promise.resolve(jsonCopy(effects.get(key)))
     let started: Promise<unknown>
     try {
       started = Promise.resolve(fn())
@@ -197,14 +188,6 @@ export class ReplayPass implements AskTarget {
     return recording
   }
 
-  #journal (): Map<string, unknown> {
-    if (this.#recorded === undefined) {
-      this.#recorded = new Map()
-      for (const [key, value] of this.#effects) this.#recorded.set(key, value)
-    }
-    return this.#recorded
-  }
-
   #record (key: string, value: unknown): unknown {
     const reason = notJson(value === undefined ? null : value)
     if (reason !== undefined) throw new InvalidArgumentError(`ctx.once("${key}") cannot record its value: it holds ${reason}, which is not JSON`)
@@ -213,9 +196,7 @@ export class ReplayPass implements AskTarget {
     if (bytes > this.#budget.onceBytes) {
       throw new InvalidArgumentError(`ctx.once("${key}") cannot record its value: its JSON takes ${bytes} bytes, more than once.maxBytes (${this.#budget.onceBytes})`)
     }
-    const kept: unknown = JSON.parse(json)
-    this.#effects.push([key, kept])
-    this.#journal().set(key, kept)
+    this.journal.effects.set(key, JSON.parse(json))
     return JSON.parse(json)
   }
 
@@ -230,31 +211,31 @@ export class ReplayPass implements AskTarget {
   }
 
   #answer (): void {
-    this.#close({ kind: 'input_required', inputRequests: this.#pending!, ledger: this.#ledger, effects: this.#effects })
+    this.#close({ kind: 'input_required', inputRequests: this.#round!.requests, journal: this.journal })
   }
 
   /** The handler's value is the outcome only if the pass has not yielded or failed. */
   #settle (outcome: PassOutcome<unknown>): void {
-    if (this.#pending === undefined) this.#close(outcome)
+    if (this.#round === undefined) this.#close(outcome)
   }
 
   /** Ignored once the pass yielded (the yield unwinding the handler, most likely) or failed. */
   #threw (error: unknown): void {
-    if (this.#pending === undefined) this.#fail(error)
+    if (this.#round === undefined) this.#fail(error)
   }
 
   #close (outcome: PassOutcome<unknown>): void {
     if (this.#closed) return
     this.#closed = true
     this.#controller?.abort(new DOMException('the pass is over', 'AbortError'))
-    this.#resolve!(outcome)
+    this.#end!.resolve(outcome)
   }
 
   #fail (error: unknown): Promise<never> {
     if (!this.#closed) {
       this.#closed = true
       this.#controller?.abort(new DOMException('the pass is over', 'AbortError'))
-      this.#reject!(error)
+      this.#end!.reject(error)
     }
     return rejected(error)
   }

@@ -1,7 +1,7 @@
 /** What a task carries between its passes, sealed so a store sees only ids, statuses and timestamps. */
 import { createHmac } from 'node:crypto'
-import type { Effect, LedgerEntry } from '../call.js'
 import type { InvalidRequestStateError } from '../errors.js'
+import { Journal } from '../journal.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 import { deepFreeze, type InputRequest, type JsonObject, type RequestId } from '../protocol/wire.js'
 import type { StoredTask } from './store.js'
@@ -11,6 +11,13 @@ import type { StoredTask } from './store.js'
 const BOUND_PURPOSE = 5
 const UNBOUND_PURPOSE = 4
 
+/** A journal slot as a task's sealed state spells it: its key `k`, fingerprint `f` and answer `r`. */
+export interface StoredSlot {
+  readonly k: string
+  readonly f: string
+  readonly r?: unknown
+}
+
 export interface TaskState {
   readonly principal: string | null
   readonly callId: RequestId
@@ -19,10 +26,10 @@ export interface TaskState {
   readonly info: JsonObject | undefined
   readonly ttl: number
   readonly pollInterval: number
-  readonly ledger: LedgerEntry[]
+  readonly ledger: readonly StoredSlot[]
   readonly round: number
-  /** What `ctx.once` recorded in the passes so far (left out while empty). */
-  readonly effects?: Effect[]
+  /** What `ctx.once` recorded in the passes so far, `[key, value]` in order (left out while empty). */
+  readonly effects?: ReadonlyArray<readonly [string, unknown]>
   /** While `input_required`: the questions, and the answers given so far. */
   readonly asked?: Record<string, InputRequest>
   readonly answers?: JsonObject
@@ -30,6 +37,20 @@ export interface TaskState {
   readonly error?: JsonObject
   readonly message?: string
   readonly rerun?: boolean
+}
+
+/** The journal a task's next pass starts from: its own copy, which that pass adds to. */
+export function journalOf (state: TaskState): Journal {
+  const answers = state.ledger.map((slot) => 'r' in slot ? { key: slot.k, fingerprint: slot.f, answer: slot.r } : { key: slot.k, fingerprint: slot.f })
+  return new Journal(answers, state.effects)
+}
+
+/** The journal as a state spells it; effects are left out while there are none, so such a task keeps its old shape. */
+export function journalFields (journal: Journal): Pick<TaskState, 'ledger' | 'effects'> {
+  const ledger = journal.answers.map((slot) => 'answer' in slot
+    ? { k: slot.key, f: slot.fingerprint, r: slot.answer }
+    : { k: slot.key, f: slot.fingerprint })
+  return journal.effects.size > 0 ? { ledger, effects: [...journal.effects] } : { ledger }
 }
 
 export interface Task {

@@ -1,12 +1,12 @@
 // Tasks read and written by compare-and-set: the one place a store's failure becomes a 503 and a full store a 429.
 import type { FastifyBaseLogger } from 'fastify'
 import { randomBytes } from 'node:crypto'
-import { callerAddress } from '../address.js'
+import { callerAddress } from '../caller.js'
 import type { McpContext } from '../context.js'
 import { ErrorCode, InvalidRequestStateError, McpError, invalidParams, invalidRequest } from '../errors.js'
 import type { TokenTooLongError } from '../seal/seal.js'
 import type { Task, TaskRecord, TaskSealer, TaskState } from './record.js'
-import { isTaskId } from './options.js'
+import { isTaskId } from '../features/tool-task.js'
 import type { StoredTask, TaskQuota, TaskStatus, TaskStore } from './store.js'
 
 export interface WriteOptions {

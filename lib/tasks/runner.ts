@@ -3,17 +3,17 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { CallState } from '../call.js'
 import { McpContext } from '../context.js'
 import { ErrorCode, McpError } from '../errors.js'
-import { PROTOCOL_VERSION, type CallToolResult, type InputRequiredResult, type JsonObject } from '../protocol/wire.js'
-import type { Outcome } from '../replay/engine.js'
+import { PROTOCOL_VERSION, type JsonObject } from '../protocol/wire.js'
+import type { ToolEnd } from '../features/tools.js'
 import type { Task } from './record.js'
 import type { TaskRepository } from './repository.js'
-import { Running } from './running.js'
+import { TaskLease } from './lease.js'
 import { TaskDelivery } from './task-delivery.js'
 import type { TaskStatus } from './store.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 
-/** The questions are an MRTR round's, before the call detached. */
-export type PassEnd = CallToolResult | InputRequiredResult | Extract<Outcome<unknown>, { parked: unknown }>
+/** How a pass ended; questions (`input_required`) are an MRTR round's, before the call detached. */
+export type PassEnd = ToolEnd
 
 type PassRunner = (ctx: McpContext) => Promise<PassEnd>
 
@@ -30,60 +30,60 @@ export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed',
 
 export class TaskRunner {
   readonly #parts: RunnerParts
-  readonly #running = new Map<string, Running>()
+  readonly #running = new Map<string, TaskLease>()
 
   constructor (parts: RunnerParts) {
     this.#parts = parts
   }
 
-  running (task: Task): Running {
-    return new Running(this.#parts.repository, task)
+  lease (task: Task): TaskLease {
+    return new TaskLease(this.#parts.repository, task)
   }
 
-  delivery (running: Running): TaskDelivery {
-    return new TaskDelivery(running, this.#parts.repository.maxLength)
+  delivery (lease: TaskLease): TaskDelivery {
+    return new TaskDelivery(lease, this.#parts.repository.maxLength)
   }
 
   start (request: FastifyRequest, task: Task): void {
     const { state } = task
-    const running = this.running(task)
+    const lease = this.lease(task)
     const { capabilities, info } = state
     const client = { protocolVersion: PROTOCOL_VERSION, capabilities, info: info as never, logLevel: undefined }
     // A task is never made for an unbound caller.
     const principal = { value: state.principal, state: state.principal === null ? 'anonymous' as const : 'bound' as const }
     const message = { id: state.callId, method: 'tools/call', params: state.params }
-    const delivery = this.delivery(running)
-    const call = new CallState(request, message, client, principal, running.stream, delivery, this.#parts.forms)
-    this.follow(running, this.#parts.run(new McpContext(call)))
+    const delivery = this.delivery(lease)
+    const call = new CallState(request, message, client, principal, lease.stream, delivery, this.#parts.forms)
+    this.follow(lease, this.#parts.run(new McpContext(call)))
   }
 
-  follow (running: Running, passing: Promise<PassEnd>): void {
-    const id = running.current.stored.id
-    this.#running.set(id, running)
-    running.hold(this.#parts.lease)
+  follow (lease: TaskLease, passing: Promise<PassEnd>): void {
+    const id = lease.current.stored.id
+    this.#running.set(id, lease)
+    lease.hold(this.#parts.lease)
     const fail = async (error: unknown): Promise<void> => {
-      if (running.lost) return
+      if (lease.lost) return
       const failure = error instanceof McpError ? error.toJSON() : { code: ErrorCode.InternalError, message: 'Internal error' }
       if (!(error instanceof McpError)) this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: a task pass failed')
       // A failed task keeps nothing it no longer needs, so its write fits where the pass's own did not.
-      const { asked: _asked, answers: _answers, result: _result, effects: _effects, ...kept } = running.current.state
-      await running.write('failed', { ...kept, ledger: [], error: failure, message: failure.message })
+      const { asked: _asked, answers: _answers, result: _result, effects: _effects, ...kept } = lease.current.state
+      await lease.write('failed', { ...kept, ledger: [], error: failure, message: failure.message })
     }
     passing.then(async (end) => {
-      if ('parked' in end || running.lost) return
+      if ((end as { kind?: string }).kind === 'parked' || lease.lost) return
       const length = JSON.stringify(end).length
       if (length > this.#parts.resultLength) {
         await fail(new McpError(ErrorCode.InternalError, `The tool's result takes ${length} characters, more than a task keeps (bodyLimit)`))
         return
       }
       // The CallToolResult as a 2026-07-28 call answers it, `resultType` included.
-      const state = { ...running.current.state, result: { resultType: 'complete', ...end } as JsonObject, message: undefined }
-      await running.write('completed', state, { quota: true }).catch(fail)
+      const state = { ...lease.current.state, result: { resultType: 'complete', ...end } as JsonObject, message: undefined }
+      await lease.write('completed', state, { quota: true }).catch(fail)
     }, fail).catch((error: unknown) => {
       this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: the outcome of a task pass could not be stored')
     }).finally(() => {
-      running.end()
-      if (this.#running.get(id) === running) this.#running.delete(id)
+      lease.end()
+      if (this.#running.get(id) === lease) this.#running.delete(id)
     })
   }
 
@@ -111,10 +111,10 @@ export class TaskRunner {
   }
 
   async close (): Promise<void> {
-    await Promise.all([...this.#running.values()].map(async (running) => {
-      const { stored, state } = running.current
-      await running.write(stored.status, state, { leaseUntil: Date.now() }).catch(() => false)
-      running.lose('the server is closing')
+    await Promise.all([...this.#running.values()].map(async (lease) => {
+      const { stored, state } = lease.current
+      await lease.write(stored.status, state, { leaseUntil: Date.now() }).catch(() => false)
+      lease.lose('the server is closing')
     }))
   }
 }

@@ -4,17 +4,16 @@ import { noop } from '../check.js'
 import type { McpContext } from '../context.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import { questionFor } from '../elicitation/questions.js'
-import { invalidParams, unboundPrincipal } from '../errors.js'
+import { InvalidArgumentError, invalidParams, unboundPrincipal } from '../errors.js'
 import type { Tools } from '../features/tools.js'
 import { declaresTasks } from '../protocol/extensions.js'
 import { setOwn, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { kCallState } from '../symbols.js'
-import { requireTasks, tasksRequired, type ToolTask } from './options.js'
-import type { Task, TaskSealer, TaskState } from './record.js'
+import { requireTasks, tasksRequired, type ToolTask } from '../features/tool-task.js'
+import { journalFields, type Task, type TaskSealer, type TaskState } from './record.js'
 import { TaskRepository } from './repository.js'
 import { TERMINAL, TaskRunner, type PassEnd } from './runner.js'
-import { TaskStream } from './running.js'
-import { effectsOf } from './task-delivery.js'
+import { TaskStream } from './lease.js'
 import type { TaskQuota, TaskStatus, TaskStore } from './store.js'
 import { detailed, summary } from './view.js'
 
@@ -31,12 +30,30 @@ interface TasksParts {
   announce: (id: string) => void
 }
 
+/** What a handler of a task-capable tool that does not declare `task.detach` gets from `ctx.detach()`. */
+function undeclaredDetach (name: string): () => Promise<void> {
+  return () => Promise.reject(new InvalidArgumentError(`ctx.detach() needs tool ${name} to declare task: { detach: true }; ` +
+    'without it, a call becomes a task before its handler runs'))
+}
+
+/** A deferred outcome, settled by whoever sees it first. */
+function deferred<T> (): { promise: Promise<T>, resolve: (value: T) => void, reject: (error: unknown) => void } {
+  const settle = {} as { resolve: (value: T) => void, reject: (error: unknown) => void }
+  const promise = new Promise<T>((resolve, reject) => {
+    settle.resolve = resolve
+    settle.reject = reject
+  })
+  return { promise, ...settle }
+}
+
 export class Tasks {
   readonly #tools: Tools
   readonly #repository: TaskRepository
   readonly #runner: TaskRunner
   readonly #forms: FormAnswers
   readonly #lease: number
+  #capable = 0
+  #served = false
 
   constructor (parts: TasksParts) {
     this.#tools = parts.tools
@@ -45,22 +62,55 @@ export class Tasks {
     this.#repository = new TaskRepository(parts)
     this.#runner = new TaskRunner({
       repository: this.#repository,
-      run: (ctx) => parts.tools.resume(ctx),
+      run: (ctx) => this.#runStored(ctx),
       forms: parts.forms,
       lease: parts.lease,
       resultLength: parts.resultLength,
       log: parts.log,
     })
+    parts.tools.observe((tool, added) => {
+      if (tool.task === undefined) return
+      this.#capable += added ? 1 : -1
+      this.#served = true
+    })
   }
 
-  /** With `task.detach` the call runs as an MRTR call until `ctx.detach()`; without, the task is stored first. */
+  /** Task-capable tools registered now. */
+  get capable (): number {
+    return this.#capable
+  }
+
+  /** Whether a task-capable tool was ever registered: its tasks outlive it, so `tasks/*` stays served. */
+  get served (): boolean {
+    return this.#served
+  }
+
+  /** At startup: a task store that serves one node, or a shared one whose news stays on this node, is worth a word. */
+  warn (log: FastifyBaseLogger, store: { configured: boolean, shared: boolean }, busShared: boolean): void {
+    if (!store.configured && this.#capable > 0) {
+      log.warn('mocapi: tasks are kept in memory (no tasks.store configured): one node serves them, and a restart ' +
+        'loses them; use RedisTaskStore from mocapi/redis, or another TaskStore, across a fleet')
+    }
+    // A store other nodes share, with news that stays on this one: a cancel reaches the pass's node late.
+    if (store.shared && !busShared) {
+      log.warn('mocapi: tasks.store is shared, but the bus is in-process: task news and cancels reach other nodes ' +
+        'only at their next poll or lease write; give every node the same bus (RedisBus from mocapi/redis)')
+    }
+  }
+
+  /**
+   * `tools/call` in either era. A task-capable call from a client with the extension becomes a task: before its
+   * handler runs, or with `task.detach` when it detaches; any other call runs as a plain call.
+   */
   async call (ctx: McpContext): Promise<object> {
     const resolved = await this.#tools.resolve(ctx)
     if (!('tool' in resolved)) return resolved
     const task = resolved.tool.task
     if (task === undefined) return await this.#tools.run(ctx, resolved)
-    if (!declaresTasks(ctx[kCallState].client)) {
+    const call = ctx[kCallState]
+    if (!declaresTasks(call.client)) {
       if (task.support === 'required') throw tasksRequired()
+      if (!task.detach) call.detacher = undeclaredDetach(resolved.tool.listed.name)
       return await this.#tools.run(ctx, resolved)
     }
     if (!task.detach) {
@@ -71,34 +121,46 @@ export class Tasks {
     return await this.#detaching(ctx, task, () => this.#tools.run(ctx, resolved))
   }
 
+  /** A stored call's next pass: a tool that does not declare `detach` still refuses `ctx.detach()` there. */
+  async #runStored (ctx: McpContext): Promise<PassEnd> {
+    const stored = await this.#tools.stored(ctx)
+    if (stored.tool.task?.detach !== true) ctx[kCallState].detacher = undeclaredDetach(stored.tool.listed.name)
+    return await this.#tools.run(ctx, stored)
+  }
+
+  /**
+   * The detach rule: the first pass runs as a call, whose questions are rounds of the call, until it detaches: at
+   * `ctx.detach()` when it is not asking (a detach in the turn of questions comes too late: they make this pass a
+   * round), or at the first turn after the pass began in which it is neither asking nor done (it awaits something
+   * other than mocapi, so it is taken to be working). From then the pass goes on as the task's: `detachTo` gives the
+   * call the task's stream and delivery, and the engine, which reads the delivery at each ask, asks through the task.
+   */
   async #detaching (ctx: McpContext, task: ToolTask, start: () => Promise<PassEnd>): Promise<JsonObject> {
     const call = ctx[kCallState]
-    let detach!: () => void
-    const detaching = new Promise<'detach'>((resolve) => { detach = () => { resolve('detach') } })
-    let released!: { resolve: () => void, reject: (error: unknown) => void }
-    const release = new Promise<void>((resolve, reject) => { released = { resolve, reject } })
-    release.catch(noop)
-    // A detach asked in the same turn as questions comes too late: the questions make this a round of the call.
+    const detaching = deferred<'detach'>()
+    const released = deferred<void>()
+    released.promise.catch(noop)
+    const detach = (): void => { detaching.resolve('detach') }
     call.detacher = () => {
       if (call.target?.asking !== true) detach()
-      return release
+      return released.promise
     }
     const passing = start()
     const boundary = setImmediate(() => { if (call.target !== undefined && !call.target.asking) detach() })
     const settled = passing.then((result) => ({ result }), (error: unknown) => ({ error }))
-    const first = await Promise.race([settled, detaching])
+    const first = await Promise.race([settled, detaching.promise])
     clearImmediate(boundary)
     if (first !== 'detach') {
       call.detacher = undefined
       if ('error' in first) throw first.error
-      const end = first.result as JsonObject
+      const end = first.result as unknown as JsonObject
       if (end.resultType === 'input_required' || task.support === 'optional') return end
       const created = await this.#create(ctx, task, 'completed', { ledger: [], round: call.round, result: { resultType: 'complete', ...end } })
       return { resultType: 'task', ...summary(created) }
     }
     let created: Task
     try {
-      created = await this.#create(ctx, task, 'working', { ledger: [...call.target!.ledger], round: call.round, ...effectsOf(call.target!) })
+      created = await this.#create(ctx, task, 'working', { ...journalFields(call.target!.journal), round: call.round })
     } catch (error) {
       released.reject(error)
       const stream = new TaskStream(noop)
@@ -106,9 +168,9 @@ export class Tasks {
       stream.abort('the task could not be created')
       throw error
     }
-    const running = this.#runner.running(created)
-    this.#runner.follow(running, passing)
-    call.detachTo(running.stream, this.#runner.delivery(running))
+    const lease = this.#runner.lease(created)
+    this.#runner.follow(lease, passing)
+    call.detachTo(lease.stream, this.#runner.delivery(lease))
     released.resolve()
     return { resultType: 'task', ...summary(created) }
   }

@@ -2,8 +2,17 @@ import t, { type Test } from 'tap'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { type BusEvent, type NotificationBus } from '../../lib/index.js'
-import { BusLink } from '../../lib/bus/link.js'
+import { BusLink, type EventRoutes } from '../../lib/bus/link.js'
 import { KEY, call, capturedLogs } from '../helpers.js'
+
+/** Routes that do nothing but count the streams' catch-ups. */
+function routes (resumed: () => void = () => {}): EventRoutes {
+  return {
+    session: { receive: () => {} },
+    tasks: { changed: async () => {} },
+    streams: { notify: () => {}, notifyTask: () => {}, catchUp: resumed },
+  }
+}
 
 /** A bus whose subscribe resolves when `up()` is called, or rejects with `fail()`. */
 function slowBus () {
@@ -60,8 +69,8 @@ t.test('a bus that fails to subscribe is logged, and the server keeps serving', 
 t.test('while the bus stays down, the operator is told again at each interval', async (t) => {
   const logs = capturedLogs()
   const slow = slowBus()
-  const link = new BusLink(slow.bus, Fastify(logs.options).log, { late: 20, nag: 30 })
-  link.attach(() => {})
+  const link = new BusLink(slow.bus, Fastify(logs.options).log, 'node-1', { late: 20, nag: 30 })
+  link.attach(routes())
   await sleep(120)
   const down = logs.lines.filter((line) => /not connected/.test(line.msg))
   t.ok(down.length >= 3, `told ${down.length} times in 120 ms`)
@@ -77,8 +86,8 @@ t.test('while the bus stays down, the operator is told again at each interval', 
 t.test('failures to publish are counted, and logged at most once per interval', async (t) => {
   const logs = capturedLogs()
   const bus: NotificationBus = { publish: async () => { throw new Error('bus down') }, subscribe: () => () => {} }
-  const link = new BusLink(bus, Fastify(logs.options).log)
-  link.attach(() => {})
+  const link = new BusLink(bus, Fastify(logs.options).log, 'node-1')
+  link.attach(routes())
   await link.ready()
   t.equal(link.up, true)
   for (let i = 0; i < 500; i++) link.publish({ kind: 'tools' })
@@ -92,16 +101,16 @@ t.test('failures to publish are counted, and logged at most once per interval', 
 t.test('a link closed before its bus came up unsubscribes once it does, and says nothing', async (t) => {
   const logs = capturedLogs()
   const slow = slowBus()
-  const link = new BusLink(slow.bus, Fastify(logs.options).log)
-  link.attach(() => {})
+  const link = new BusLink(slow.bus, Fastify(logs.options).log, 'node-1')
+  link.attach(routes())
   await link.close()
   slow.up()
   await sleep(10)
   t.equal(slow.unsubscribed(), 1)
   t.equal(link.up, false)
   const failing = slowBus()
-  const other = new BusLink(failing.bus, Fastify(logs.options).log)
-  other.attach(() => {})
+  const other = new BusLink(failing.bus, Fastify(logs.options).log, 'node-1')
+  other.attach(routes())
   await other.close()
   failing.fail(new Error('late'))
   await sleep(10)
@@ -120,9 +129,9 @@ t.test('a bus that reports its outages is logged once per change, and each retur
       return () => { unwatched++ }
     },
   }
-  const link = new BusLink(bus, Fastify(logs.options).log)
+  const link = new BusLink(bus, Fastify(logs.options).log, 'node-1')
   let resumed = 0
-  link.attach(() => {}, undefined, () => { resumed++ })
+  link.attach(routes(() => { resumed++ }))
   await link.ready()
   report('up')
   t.equal(resumed, 0, 'a bus that was not down has nothing to resume')

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
 import type { McpContext } from '../../lib/context.js'
-import { Handlers } from '../../lib/features/run.js'
+import { Handlers } from '../../lib/features/handlers.js'
 import { requestedSchema } from '../../lib/index.js'
 import { Tools } from '../../lib/features/tools.js'
 import { SchemaCompiler } from '../../lib/json-schema.js'
@@ -362,14 +362,18 @@ t.test('each round of an interactive call is checked', async (t) => {
 })
 
 t.test('only 2026-07-28 requests are checked: 2025-era clients never send these headers', async (t) => {
-  const engine = { run: async (_ctx: unknown, _label: string, run: () => unknown) => ({ complete: await run() }) } as unknown as ReplayEngine
+  const engine = { run: async (_ctx: unknown, _label: string, run: () => unknown) => ({ kind: 'complete', value: await run(), round: 1 }) } as unknown as ReplayEngine
   const tools = new Tools(new Handlers(engine, true), new SchemaCompiler(), new Scopes(undefined), new Views({} as Resources))
+  const callTool = async (ctx: McpContext) => {
+    const resolved = await tools.resolve(ctx)
+    return 'tool' in resolved ? await tools.run(ctx, resolved) : resolved
+  }
   tools.add({ name: 't', inputSchema: region }, (args) => `region ${args.region}`)
   const context = (protocolVersion: string) => ({
     params: { name: 't', arguments: { region: 'eu' } }, protocolVersion, request: { headers: {} },
   }) as unknown as McpContext
-  t.same(await tools.call(context('2025-11-25')), { content: [{ type: 'text', text: 'region eu' }] })
-  await t.rejects(tools.call(context('2026-07-28')), { code: -32020, statusCode: 400 })
+  t.same(await callTool(context('2025-11-25')), { content: [{ type: 'text', text: 'region eu' }] })
+  await t.rejects(callTool(context('2026-07-28')), { code: -32020, statusCode: 400 })
 })
 
 /** A mocapi app with the `t` tool listening on 127.0.0.1. */

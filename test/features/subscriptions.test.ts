@@ -56,7 +56,7 @@ t.test('app.close() ends open streams with their final result', async (t) => {
 })
 
 t.test('a stream whose client left before its request was served ends at once, holding no place', async (t) => {
-  const subscriptions = new Subscriptions({ streams: 8, streamsPerCaller: 1, subscriptionUris: 4, uriLength: 100 }, () => true, async () => undefined)
+  const subscriptions = new Subscriptions({ streams: 8, streamsPerCaller: 1, subscriptionUris: 4, uriLength: 100 }, () => true, { view: async () => undefined })
   const controller = new AbortController()
   controller.abort(new Error('the client left'))
   const ctx = { principal: null, request: { ip: '192.0.2.1' } } as never

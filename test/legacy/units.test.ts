@@ -82,7 +82,7 @@ t.test('a sealed payload of the wrong shape is no session', async (t) => {
 
 t.test('a node remembers the log levels of a bounded number of sessions, the most recent', async (t) => {
   const published: unknown[] = []
-  const hub = new SessionHub(new Subscriptions({ streams: 1, streamsPerCaller: 1, subscriptionUris: 1, uriLength: 10 }, () => true, async () => undefined), (event) => published.push(event))
+  const hub = new SessionHub(new Subscriptions({ streams: 1, streamsPerCaller: 1, subscriptionUris: 1, uriLength: 10 }, () => true, { view: async () => undefined }), (event) => published.push(event))
   hub.setLevel('first', 'debug')
   t.same(published, [{ kind: 'session', session: 'first', op: 'level', level: 'debug' }])
   for (let i = 0; i < MAX_REMEMBERED_LEVELS; i++) hub.receive({ kind: 'session', session: `s${i}`, op: 'level', level: 'error' })
@@ -110,11 +110,11 @@ t.test('results and errors in the 2025 shapes', async (t) => {
 t.test('an answer forwarded to a node that never acknowledges is refused after a while, and a bus that fails is logged', async (t) => {
   const lines: string[] = []
   const log = Fastify({ logger: { level: 'error', stream: { write: (line: string) => { lines.push(JSON.parse(line).msg) } } } }).log
-  const failing = new Exchange({ routed: true, send: async () => { throw new Error('bus down') } }, log, 1000)
+  const failing = new Exchange({ node: 'n1', routed: true, send: async () => { throw new Error('bus down') } }, log, 1000)
   t.equal(await failing.answer({ id: 'other.call.0', result: {}, error: undefined }, { session: 's', principal: null }), 'refused')
   t.same(lines, ["mocapi could not forward a client's answer over the bus"])
   const acks: object[] = []
-  const silent = new Exchange({ routed: true, send: async (_node, message) => { acks.push(message); return true } }, log, 1000, 50)
+  const silent = new Exchange({ node: 'n1', routed: true, send: async (_node, message) => { acks.push(message); return true } }, log, 1000, 50)
   const started = Date.now()
   t.equal(await silent.answer({ id: 'other.call.0', result: {}, error: undefined }, { session: 's', principal: null }), 'refused', 'no acknowledgement')
   t.ok(Date.now() - started >= 45)
@@ -126,7 +126,7 @@ t.test('an answer forwarded to a node that never acknowledges is refused after a
   silent.received({ t: 'answer', id: `${silent.node}.nope.0`, from: 'n', ticket: 't', asker: { session: 's', principal: null }, result: {} })
   await new Promise((resolve) => setImmediate(resolve))
   t.same(acks, [{ t: 'ack', ticket: 't', delivery: 'refused' }], 'an answer for no call here is acknowledged as refused')
-  const acker = new Exchange({ routed: true, send: async () => { throw new Error('ack lost') } }, log, 1000)
+  const acker = new Exchange({ node: 'n1', routed: true, send: async () => { throw new Error('ack lost') } }, log, 1000)
   acker.received({ t: 'answer', id: `${acker.node}.nope.0`, from: 'n', ticket: 't', asker: { session: 's', principal: null }, result: {} })
   await new Promise((resolve) => setImmediate(resolve))
   t.match(lines, ["mocapi could not forward a client's answer over the bus", 'mocapi could not acknowledge a forwarded answer over the bus'])
@@ -199,7 +199,7 @@ t.test('a ledger slot of sampling params that changed says so', async (t) => {
 t.test('the exchange: waits that end every way, answers taken once, and bus messages checked', async (t) => {
   const log = Fastify().log
   const sent: object[] = []
-  const exchange = new Exchange({ routed: true, send: async (_node, message) => { sent.push(message); return true } }, log, 100)
+  const exchange = new Exchange({ node: 'n1', routed: true, send: async (_node, message) => { sent.push(message); return true } }, log, 100)
   const asker = { session: 's', principal: 'alice' }
   const question = { 'elicit-1': { method: 'elicitation/create', params: { message: 'Name?', requestedSchema: { type: 'object', properties: {} } } } } as any
   const params = () => ({})

@@ -4,7 +4,7 @@ import { ExpiredRequestStateError, InvalidRequestStateError } from '../../lib/er
 import { DEFAULT_MAX_TOKEN_LENGTH, MAX_CLOCK_SKEW_MS, RequestStateCodec } from '../../lib/modern/codec.js'
 import { ephemeralKey } from '../../lib/seal/keys.js'
 import { KeyRing, TokenTooLongError } from '../../lib/seal/seal.js'
-import type { LedgerEntry } from '../../lib/call.js'
+import { Journal, type AnswerSlot } from '../../lib/journal.js'
 import type { RequestStatePayload } from '../../lib/modern/codec.js'
 import { soakSize } from '../soak.js'
 
@@ -14,11 +14,11 @@ const T0 = 1_800_000_000_000
 const payload: Omit<RequestStatePayload, 'issuedAt'> = {
   method: 'tools/call',
   originalParams: { name: 'book_trip', arguments: { from: 'CDG', to: 'JFK', passengers: 2 } },
-  ledger: [
-    { k: 'seat', f: 'fp-seat', r: { action: 'accept', content: { seat: 'hush-answer-12A' } } },
-    { k: 'meal', f: 'fp-meal', r: { action: 'decline' } },
-    { k: 'confirm', f: 'fp-confirm' },
-  ],
+  journal: new Journal([
+    { key: 'seat', fingerprint: 'fp-seat', answer: { action: 'accept', content: { seat: 'hush-answer-12A' } } },
+    { key: 'meal', fingerprint: 'fp-meal', answer: { action: 'decline' } },
+    { key: 'confirm', fingerprint: 'fp-confirm' },
+  ]),
   principal: 'alice@example.test',
 }
 
@@ -77,9 +77,9 @@ function open (key: Buffer, token: string): string {
   return Buffer.concat([decipher.update(bytes.subarray(header, bytes.length - 16)), decipher.final()]).toString('utf8')
 }
 
-/** The plaintext of a payload: `[method, originalParams, ledger, issuedAt, principal, round?]`. */
+/** The plaintext of a payload: `[method, originalParams, answers, issuedAt, principal, round?]`. */
 function plaintext (p: RequestStatePayload): unknown[] {
-  const ledger = p.ledger.map((e) => 'r' in e ? [e.k, e.f, e.r] : [e.k, e.f])
+  const ledger = p.journal.answers.map((e) => 'answer' in e ? [e.key, e.fingerprint, e.answer] : [e.key, e.fingerprint])
   const head = [p.method, p.originalParams, ledger, p.issuedAt, p.principal]
   return p.round === undefined ? head : [...head, p.round]
 }
@@ -91,7 +91,7 @@ t.test('round trip', async (t) => {
   t.match(token, /^[A-Za-z0-9_-]+$/)
   t.same(codec.decode(token), { ...payload, issuedAt: T0 })
 
-  const anonymous = { ...payload, principal: null, ledger: [], issuedAt: T0 - 5 }
+  const anonymous = { ...payload, principal: null, journal: new Journal(), issuedAt: T0 - 5 }
   t.same(codec.decode(codec.encode(anonymous)), anonymous)
 
   // Only the payload's own members travel.
@@ -102,9 +102,12 @@ t.test('round trip', async (t) => {
   t.same(codec.decode(codec.encode(second)), second)
   t.notOk('round' in codec.decode(codec.encode({ ...payload, round: undefined })))
   const effects: Array<[string, unknown]> = [['quote', { price: 41 }], ['charge', 'RCPT-1']]
-  t.same(codec.decode(codec.encode({ ...second, effects })), { ...second, effects }, 'recorded effects travel')
-  t.same(codec.decode(codec.encode({ ...payload, issuedAt: T0, effects })), { ...payload, issuedAt: T0, round: 0, effects }, 'with the round, 0 when none was given')
-  t.notOk('effects' in codec.decode(codec.encode({ ...second, effects: [] })), 'no effects, no member')
+  const withEffects = new Journal(payload.journal.answers, effects)
+  t.same(codec.decode(codec.encode({ ...second, journal: withEffects })), { ...second, journal: withEffects }, 'recorded effects travel')
+  t.same([...codec.decode(codec.encode({ ...second, journal: withEffects })).journal.effects], effects, 'in the order they ran')
+  t.same(codec.decode(codec.encode({ ...payload, issuedAt: T0, journal: withEffects })), { ...payload, issuedAt: T0, round: 0, journal: withEffects }, 'with the round, 0 when none was given')
+  const key = ephemeralKey()
+  t.equal(JSON.parse(open(key, codecFor([key]).encode({ ...second }))).length, 6, 'no effects, no member')
 
   const unicode = { ...payload, originalParams: { text: 'héllo ✓ 𝄞 日本' } }
   t.same(codec.decode(codec.encode(unicode)).originalParams, unicode.originalParams)
@@ -113,11 +116,11 @@ t.test('round trip', async (t) => {
   // none (as JSON would have it), and a slot's extra members do not travel.
   const slots = codec.decode(codec.encode({
     ...payload,
-    ledger: [{ k: 'a', f: 'fa', r: null }, { k: 'b', f: 'fb', r: undefined }, { k: 'c', f: 'fc', extra: 1 } as LedgerEntry],
-  })).ledger
-  t.strictSame(slots, [{ k: 'a', f: 'fa', r: null }, { k: 'b', f: 'fb' }, { k: 'c', f: 'fc' }])
-  t.ok('r' in slots[0])
-  t.notOk('r' in slots[1])
+    journal: new Journal([{ key: 'a', fingerprint: 'fa', answer: null }, { key: 'b', fingerprint: 'fb', answer: undefined }, { key: 'c', fingerprint: 'fc', extra: 1 } as AnswerSlot]),
+  })).journal.answers
+  t.strictSame(slots, [{ key: 'a', fingerprint: 'fa', answer: null }, { key: 'b', fingerprint: 'fb' }, { key: 'c', fingerprint: 'fc' }])
+  t.ok('answer' in slots[0])
+  t.notOk('answer' in slots[1])
 })
 
 t.test('the plaintext is the compact array form', async (t) => {
@@ -128,7 +131,7 @@ t.test('the plaintext is the compact array form', async (t) => {
   t.same(JSON.parse(open(key, codec.encode({ ...full, round: 3 }))), plaintext({ ...full, round: 3 }))
   t.same(JSON.parse(open(key, codec.encode(full)))[2][2], ['confirm', 'fp-confirm'], 'a pending slot has no answer')
   // Decoding gives back objects with the payload's member names, in their usual order.
-  t.same(Object.keys(codec.decode(codec.encode({ ...full, round: 1 }))), ['method', 'originalParams', 'ledger', 'issuedAt', 'principal', 'round'])
+  t.same(Object.keys(codec.decode(codec.encode({ ...full, round: 1 }))), ['method', 'originalParams', 'journal', 'issuedAt', 'principal', 'round'])
 })
 
 t.test('a token of the object format of version 1 is refused', async (t) => {
@@ -304,7 +307,7 @@ t.test('non-string input', async (t) => {
 
 t.test('an oversize token is refused before decoding', async (t) => {
   const codec = codecFor([ephemeralKey()], { maxTokenLength: 200 })
-  const small = codec.encode({ ...payload, originalParams: {}, ledger: [], method: 'm', principal: null })
+  const small = codec.encode({ ...payload, originalParams: {}, journal: new Journal(), method: 'm', principal: null })
   t.ok(small.length <= 200)
   codec.decode(small)
   // Valid content and garbage alike answer "too long": the length is the first check after the type.
@@ -369,7 +372,7 @@ t.test('payload shape is checked after decryption', async (t) => {
   t.same(codec.decode(seal(key, JSON.stringify(array))), good)
   t.same(codec.decode(seal(key, JSON.stringify([...array, 0]))), { ...good, round: 0 })
   t.same(codec.decode(seal(key, JSON.stringify([...array, 2, [['quote', { price: 1 }], ['none', null]]]))),
-    { ...good, round: 2, effects: [['quote', { price: 1 }], ['none', null]] }, 'what ctx.once recorded, after the round')
+    { ...good, round: 2, journal: new Journal(good.journal.answers, [['quote', { price: 1 }], ['none', null]]) }, 'what ctx.once recorded, after the round')
   t.equal(reason(() => codec.decode(seal(key, 'not json at all'))), 'plaintext is not JSON')
   t.equal(reason(() => codec.decode(seal(key, ''))), 'too short')
 

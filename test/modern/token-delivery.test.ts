@@ -1,4 +1,5 @@
 import t from 'tap'
+import { Journal } from '../../lib/journal.js'
 import Fastify from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { randomBytes } from 'node:crypto'
@@ -150,7 +151,7 @@ t.test('a token expires after its ttl', async (t) => {
 t.test('a token without a round counter reads as round 0', async (t) => {
   const { app } = await server(t, [KEY])
   const codec = new RequestStateCodec({ ring: new KeyRing(parseKeys([KEY])), ttl: 60_000 })
-  const state = codec.encode({ method: 'tools/call', originalParams: { name: 'fly', arguments: { to: 'Lisbon' } }, ledger: [], principal: null })
+  const state = codec.encode({ method: 'tools/call', originalParams: { name: 'fly', arguments: { to: 'Lisbon' } }, journal: new Journal(), principal: null })
   const { body } = await call(app, 'tools/call', { name: 'fly', arguments: { to: 'Lisbon' }, requestState: state, inputResponses: accept })
   t.same(body.result.content, [{ type: 'text', text: 'Porto to Lisbon' }])
 })

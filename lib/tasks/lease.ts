@@ -35,7 +35,7 @@ export class TaskStream implements NotificationStream {
 }
 
 /** A write that finds the task changed by anyone else means the pass lost it (cancelled, or taken over): it aborts. */
-export class Running {
+export class TaskLease {
   current: Task
   readonly stream: TaskStream
   readonly #repository: TaskRepository

@@ -1,5 +1,6 @@
 import type { McpContext } from '../context.js'
 import { ErrorCode, McpError, messageOf } from '../errors.js'
+import type { InputRequiredResult } from '../protocol/wire.js'
 import type { Outcome, ReplayEngine } from '../replay/engine.js'
 import { kCallState } from '../symbols.js'
 
@@ -20,7 +21,8 @@ export class Handlers {
     this.#expose = expose
   }
 
-  async run<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<Outcome<T>> {
+  /** Through the replay engine: a handler that may ask (tools, prompts, resources). */
+  async replay<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<Outcome<T>> {
     try {
       return await this.#engine.run(ctx[kCallState], label, fn)
     } catch (error) {
@@ -28,7 +30,8 @@ export class Handlers {
     }
   }
 
-  async call<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<T> {
+  /** Straight through: a handler that never asks (completers). */
+  async direct<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<T> {
     ctx[kCallState].stream.handlerStarted?.()
     try {
       return await fn()
@@ -48,4 +51,9 @@ export class Handlers {
     }
     return new HandlerFailed(this.#expose ? messageOf(error) : `${label} failed; the server logged the details`)
   }
+}
+
+/** A prompt's or resource's outcome as its reply: only a task's pass parks, and only tools run as tasks. */
+export function replyOf<T> (outcome: Outcome<T>): T | InputRequiredResult {
+  return outcome.kind === 'complete' ? outcome.value : (outcome as { result: InputRequiredResult }).result
 }

@@ -1,16 +1,14 @@
-// What `ctx.once` may record: JSON that reads back the same from a token, a task's record or the stream's pass.
+// JSON that reads back as it was written: what a token, a task's record, a receipt or a skill's frontmatter may carry.
 
-const MAX_DEPTH = 64
-
-/** Why `value` is not JSON that reads back as it is, or undefined when it is. */
-export function notJson (value: unknown, depth = 0): string | undefined {
+/** Why `value` would not read back the same from JSON, or undefined when it would; so does nesting past `maxDepth`. */
+export function notJson (value: unknown, maxDepth = 64, depth = 0): string | undefined {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : `the number ${value}`
   if (typeof value !== 'object') return value === undefined ? 'undefined in an array' : `a ${typeof value}`
-  if (depth === MAX_DEPTH) return `nesting deeper than ${MAX_DEPTH} levels`
+  if (depth === maxDepth) return `nesting deeper than ${maxDepth} levels`
   if (Array.isArray(value)) {
     for (const item of value) {
-      const reason = notJson(item, depth + 1)
+      const reason = notJson(item, maxDepth, depth + 1)
       if (reason !== undefined) return reason
     }
     return undefined
@@ -23,13 +21,13 @@ export function notJson (value: unknown, depth = 0): string | undefined {
     const field = (value as Record<string, unknown>)[key]
     // Left out, as JSON writes it: the field reads back undefined all the same.
     if (field === undefined) continue
-    const reason = notJson(field, depth + 1)
+    const reason = notJson(field, maxDepth, depth + 1)
     if (reason !== undefined) return reason
   }
   return undefined
 }
 
-/** A copy for the handler, so what it changes never reaches the journal. */
-export function copyOf (value: unknown): unknown {
+/** A copy that shares nothing with `value`, so what one side changes never reaches the other. */
+export function jsonCopy<T> (value: T): T {
   return typeof value === 'object' && value !== null ? JSON.parse(JSON.stringify(value)) : value
 }
