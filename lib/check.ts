@@ -1,6 +1,8 @@
 // Checkers for options and definitions: each throws an `FST_MOCAPI_*` error naming the bad value.
 import { InvalidOptionError, type RegistrationErrorConstructor } from './errors.js'
-import { isPlainObject } from './protocol/wire.js'
+import { describe, isPlainObject } from './protocol/wire.js'
+
+export { describe }
 
 /** `ttlMs` and `cacheScope` stamped on a cacheable result. */
 export interface CacheHint {
@@ -8,13 +10,6 @@ export interface CacheHint {
   ttlMs?: number
   /** `public` when every caller sees the same result, `private` when it varies by the caller's authorization. */
   cacheScope?: 'public' | 'private'
-}
-
-export function describe (value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (value === null || typeof value !== 'object') return typeof value === 'function' ? 'a function' : String(value)
-  if (Array.isArray(value)) return 'an array'
-  return 'an object'
 }
 
 export function noop (): void {}

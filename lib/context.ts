@@ -123,9 +123,11 @@ export class McpContext {
    * Makes a task-capable call a task (the tasks extension): the client gets the task at once, and the handler goes
    * on in the background. What it asks from here is answered through `tasks/update`, and its result is kept for
    * `tasks/get`. Questions asked before it are rounds of the call, and like them, the code before it runs again on
-   * each round. Without it (see `task.detach`), such a call becomes a task before its handler runs.
-   * Resolves at once where there is no task to become: a tool without `task`, a client without the extension, a
-   * 2025-era client, a later pass of a task.
+   * each round. The call becomes a task at `detach()`, or at the first turn in which the handler is neither asking
+   * nor done (its first `await` on anything but mocapi), whichever comes first; a `detach()` in the same turn as a
+   * question comes too late: that pass is a round of the call. Without `task: { detach: true }`, such a call becomes a
+   * task before its handler runs, and `detach()` rejects. Resolves at once where there is no task to become: a tool
+   * without `task`, a client without the extension, a 2025-era client, a later pass of a task.
    */
   detach (): Promise<void> {
     return this[kCallState].detacher?.() ?? Promise.resolve()

@@ -44,8 +44,8 @@ export interface MocapiOptions {
     maxTokenLength?: number
     /**
      * The layout new tokens and 2025-era session ids are sealed in; both open either. Default 2,
-     * which seals each token under a key of its own. Set 1 for the first step of a rolling upgrade
-     * from a build before 2 existed, whose nodes open only 1 (docs/deploy.md#key-lifetime).
+     * which seals under a key derived per sealing epoch (a random salt per 2^24 tokens). Set 1 for the first step of
+     * a rolling upgrade from a build before 2 existed, whose nodes open only 1 (docs/deploy.md#key-lifetime).
      */
     tokenVersion?: 1 | 2
     /**

@@ -22,8 +22,9 @@ export interface ToolTaskOptions {
   rerun?: boolean
   /**
    * Whether the handler calls `ctx.detach()` (default false). One that does runs its first pass as a call, whose
-   * questions before `detach()` are rounds of the call; one that does not becomes a task before it runs, and a
-   * `ctx.detach()` in it fails at once.
+   * questions before it are rounds of the call, and becomes a task at `detach()` or at its first turn neither asking
+   * nor done, whichever comes first; one that does not becomes a task before it runs, and a `ctx.detach()` in it
+   * fails at once.
    */
   detach?: boolean
 }

@@ -1,10 +1,9 @@
 // The JSON-RPC envelope of a POSTed message, and the 2026-07-28 one: version, `Mcp-Method` and `Mcp-Name`, `_meta`.
 import type { IncomingHttpHeaders } from 'node:http'
-import { describe } from '../check.js'
 import { headerMismatch, invalidParams, invalidRequest, type McpError } from '../errors.js'
 import {
   META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, LOGGING_LEVELS, MAX_DEPTH,
-  isPlainObject, nestsDeeper, type JsonObject, type RequestId, type RequestMeta,
+  describe, isPlainObject, nestsDeeper, type JsonObject, type RequestId, type RequestMeta,
 } from './wire.js'
 
 export type Message =

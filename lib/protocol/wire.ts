@@ -174,3 +174,11 @@ export function jsonObject (text: string): JsonObject | undefined {
 export function setOwn (target: JsonObject, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
 }
+
+/** A value as an error message shows it: a string quoted, an object or array by its kind only. */
+export function describe (value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (value === null || typeof value !== 'object') return typeof value === 'function' ? 'a function' : String(value)
+  if (Array.isArray(value)) return 'an array'
+  return 'an object'
+}
