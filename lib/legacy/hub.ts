@@ -1,3 +1,4 @@
+import { LruMap } from 'toad-cache'
 import { randomBytes } from 'node:crypto'
 import type { Listener, Subscriptions } from '../features/subscriptions.js'
 import type { LoggingLevel } from '../protocol/wire.js'
@@ -11,7 +12,7 @@ export class SessionHub {
   readonly #origin = randomBytes(9).toString('base64url')
   readonly #subscriptions: Subscriptions
   readonly #publish: (event: SessionEvent) => void
-  readonly #levels = new Map<string, LoggingLevel>()
+  readonly #levels = new LruMap<LoggingLevel>(MAX_REMEMBERED_LEVELS)
   readonly #streams = new Map<string, Set<Listener>>()
   // A dictionary object, not a Map, which one add and delete per request churns (bench/README.md#churn).
   readonly #running: Record<string, () => void> = Object.create(null)
@@ -94,8 +95,6 @@ export class SessionHub {
   }
 
   #remember (session: string, level: LoggingLevel): void {
-    this.#levels.delete(session)
     this.#levels.set(session, level)
-    if (this.#levels.size > MAX_REMEMBERED_LEVELS) this.#levels.delete(this.#levels.keys().next().value as string)
   }
 }

@@ -1,4 +1,5 @@
 // A 2025-era session is sealed into its `Mcp-Session-Id`, so any node opens it and none stores it.
+import { FifoMap } from 'toad-cache'
 import { randomBytes } from 'node:crypto'
 import type { ClientCapabilities, Implementation } from '../protocol/wire.js'
 import { deepFreeze, isPlainObject } from '../protocol/wire.js'
@@ -85,7 +86,7 @@ export class SessionCodec {
   readonly #sealer: Sealer
   readonly #ttl: number
   readonly #now: () => number
-  readonly #opened = new Map<string, Session>()
+  readonly #opened = new FifoMap<Session>(MAX_OPENED_SESSIONS)
 
   constructor (ring: KeyRing, ttl: number, now: () => number = Date.now) {
     this.#sealer = new Sealer(ring, SESSION_PURPOSE, MAX_SESSION_ID_LENGTH)
@@ -143,7 +144,6 @@ export class SessionCodec {
     }
     const session = this.#unseal(sessionId)
     if (session === undefined) return undefined
-    if (this.#opened.size >= MAX_OPENED_SESSIONS) this.#opened.delete(this.#opened.keys().next().value as string)
     this.#opened.set(sessionId, session)
     return session
   }

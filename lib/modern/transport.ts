@@ -11,7 +11,8 @@ import {
   type Implementation, type JsonObject,
 } from '../protocol/wire.js'
 import { UNWATCHED } from '../transport/observers.js'
-import { ReplyChannel, type ChannelSettings, type Lifecycle } from '../transport/channel.js'
+import { ReplyChannel, type ChannelSettings } from '../transport/channel.js'
+import type { Lifecycle } from '../transport/lifecycle.js'
 import type { Prepared, Era } from '../transport/era.js'
 import type { ElicitationPolicy } from '../elicitation/policy.js'
 import { principalOf } from '../transport/principal.js'

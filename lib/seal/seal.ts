@@ -1,6 +1,7 @@
 // Token v2 = base64url(kind(1) ‖ keyId(4) ‖ salt(16) ‖ nonce(12) ‖ ciphertext ‖ tag(16)), AES-256-GCM under
 // HMAC-SHA256(ring key, kind ‖ keyId ‖ salt), AAD kind ‖ keyId; a salt per epoch (docs/deploy.md#key-lifetime). The
 // kind byte keeps one kind of token from passing for another; the first key seals, all open. v1 (no salt) still opens.
+import { FifoMap } from 'toad-cache'
 import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, randomFillSync, type KeyObject } from 'node:crypto'
 import { InvalidRequestStateError } from '../errors.js'
 
@@ -87,7 +88,7 @@ export class Sealer {
   #epochKey: KeyObject | undefined
   #sealsLeft = 0
   /** The keys of salts whose tokens opened, by kind ‖ keyId ‖ salt; added only after a tag checked. */
-  readonly #opened = new Map<string, KeyObject>()
+  readonly #opened = new FifoMap<KeyObject>(OPENED_SALTS)
 
   /** `epochSeals`: seals under one salt, for tests; 2^24 otherwise. */
   constructor (ring: KeyRing, purpose: number, maxLength: number, epochSeals = EPOCH_SEALS) {
@@ -152,7 +153,6 @@ export class Sealer {
   }
 
   #keep (salt: string, key: KeyObject): void {
-    if (this.#opened.size >= OPENED_SALTS) this.#opened.delete(this.#opened.keys().next().value as string)
     this.#opened.set(salt, key)
   }
 

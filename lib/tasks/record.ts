@@ -1,4 +1,5 @@
 /** What a task carries between its passes, sealed so a store sees only ids, statuses and timestamps. */
+import { LruMap } from 'toad-cache'
 import { createHmac } from 'node:crypto'
 import type { InvalidRequestStateError } from '../errors.js'
 import { Journal } from '../journal.js'
@@ -58,12 +59,8 @@ export interface Task {
   readonly state: TaskState
 }
 
-// A state is bound to its task's id, so a store writer cannot pass one task's state off as another's (a whole record
-// put back as it was is still self-consistent: a store must keep its writers trusted).
-function boundTo (stored: TaskRecord): string {
-  return stored.id
-}
-
+// A state is bound to its task's id (`bound` below), so a store writer cannot pass one task's state off as another's (a
+// whole record put back as it was is still self-consistent: a store must keep its writers trusted).
 export type TaskRecord = Omit<StoredTask, 'sealed'>
 
 const OPENED = 256
@@ -74,7 +71,7 @@ export class TaskSealer {
   readonly #sealer: Sealer
   readonly #unbound: Sealer
   readonly #ownerKey: Buffer
-  readonly #opened = new Map<string, { bound: string, state: TaskState }>()
+  readonly #opened = new LruMap<{ bound: string, state: TaskState }>(OPENED)
 
   constructor (ring: KeyRing, maxLength: number) {
     this.#sealer = new Sealer(ring, BOUND_PURPOSE, maxLength)
@@ -96,7 +93,7 @@ export class TaskSealer {
   /** Kept opened: the next read is likely the task's next poll. Throws TokenTooLongError past the longest state. */
   seal (record: TaskRecord, state: TaskState): StoredTask {
     const json = JSON.stringify(state)
-    const bound = boundTo(record)
+    const bound = record.id
     const sealed = this.#sealer.seal(json, bound)
     this.#keep(sealed, bound, json)
     return { ...record, sealed }
@@ -104,13 +101,9 @@ export class TaskSealer {
 
   open (stored: StoredTask): TaskState {
     const sealed = stored.sealed
-    const bound = boundTo(stored)
+    const bound = stored.id
     const kept = this.#opened.get(sealed)
-    if (kept !== undefined && kept.bound === bound) {
-      this.#opened.delete(sealed)
-      this.#opened.set(sealed, kept)
-      return kept.state
-    }
+    if (kept !== undefined && kept.bound === bound) return kept.state
     let json
     try {
       json = this.#sealer.open(sealed, bound)
@@ -124,7 +117,6 @@ export class TaskSealer {
   #keep (sealed: string, bound: string, json: string): TaskState {
     const state = deepFreeze(JSON.parse(json) as TaskState)
     if (sealed.length <= OPENED_LENGTH) {
-      if (this.#opened.size >= OPENED) this.#opened.delete(this.#opened.keys().next().value as string)
       this.#opened.set(sealed, { bound, state })
     }
     return state

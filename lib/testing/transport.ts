@@ -1,3 +1,4 @@
+import { createParser } from 'eventsource-parser'
 import type { FastifyInstance } from 'fastify'
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
@@ -76,25 +77,18 @@ function parseJson (text: string): unknown {
   }
 }
 
-/** The JSON of each event's `data:` fields, one message per event (undefined when it does not parse). */
+/** The JSON of each event's data, one message per event (undefined when it does not parse); comments are skipped. */
 export class EventStreamParser {
-  #buffer = ''
+  readonly #messages: unknown[] = []
+  readonly #parser = createParser({ onEvent: (event) => { this.#messages.push(parseJson(event.data)) } })
 
+  /** The messages of the events `chunk` completes. */
   push (chunk: string): unknown[] {
-    this.#buffer = (this.#buffer + chunk).replace(/\r\n/g, '\n')
-    const messages: unknown[] = []
-    let end = this.#buffer.indexOf('\n\n')
-    while (end !== -1) {
-      const data = this.#buffer.slice(0, end).split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(line.startsWith('data: ') ? 6 : 5))
-      if (data.length > 0) messages.push(parseJson(data.join('\n')))
-      this.#buffer = this.#buffer.slice(end + 2)
-      end = this.#buffer.indexOf('\n\n')
-    }
-    return messages
+    this.#parser.feed(chunk)
+    return this.#messages.splice(0)
   }
 
+  /** The stream ended: an event it left unterminated counts too. */
   end (): unknown[] {
     return this.push('\n\n')
   }

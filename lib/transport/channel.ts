@@ -1,9 +1,9 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
-import type { Socket } from 'node:net'
 import type { NotificationStream } from '../call.js'
 import { ErrorCode, internalError } from '../errors.js'
 import type { RequestId } from '../protocol/wire.js'
+import { HEARTBEAT, sendClosing, type Lifecycle, type OpenReply } from './lifecycle.js'
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -16,122 +16,6 @@ function event (json: string): string {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8'
-
-/** An SSE comment: every parser skips it, and every proxy sees bytes. */
-const HEARTBEAT = ': keep-alive\n\n'
-
-/** Four ticks a heartbeat: a reply quiet for five has been quiet a heartbeat, and at most a quarter more. */
-const TICKS_PER_BEAT = 4
-const QUIET_TICKS = TICKS_PER_BEAT + 1
-
-/** On close the open replies' signals abort at once; what is still open after `grace` ms is ended with an error. */
-export class Lifecycle {
-  #closing = false
-  /** A doubly linked list: a Set churned once per request keeps dead requests alive (bench/README.md#churn). */
-  #head: OpenReply | undefined
-  readonly #grace: number
-  readonly #closeIdleConnections: () => void
-  #timer: NodeJS.Timeout | undefined
-  readonly #ticker: NodeJS.Timeout | undefined
-  /** Counts heartbeat ticks: a reply notes it when it writes, which costs it no clock read. */
-  tick = 0
-
-  /** `heartbeat`: ms a held reply may stay quiet, or undefined for none. */
-  constructor (grace: number, closeIdleConnections: () => void, heartbeat?: number) {
-    this.#grace = grace
-    this.#closeIdleConnections = closeIdleConnections
-    if (heartbeat !== undefined) {
-      this.#ticker = setInterval(() => this.#beat(), Math.max(1, Math.floor(heartbeat / TICKS_PER_BEAT)))
-      this.#ticker.unref()
-    }
-  }
-
-  /** Each open reply quiet for a heartbeat says so: a comment on its stream, or a stream opened for it. */
-  #beat (): void {
-    const tick = ++this.tick
-    for (let entry = this.#head; entry !== undefined; entry = entry.next) {
-      if (tick - entry.channel.quietSince >= QUIET_TICKS) entry.channel.beat()
-    }
-  }
-
-  get closing (): boolean {
-    return this.#closing
-  }
-
-  closeIdleConnections (): void {
-    this.#closeIdleConnections()
-  }
-
-  track (channel: ReplyChannel): OpenReply {
-    const entry: OpenReply = { channel, prev: undefined, next: this.#head, tracked: true }
-    if (this.#head !== undefined) this.#head.prev = entry
-    this.#head = entry
-    return entry
-  }
-
-  untrack (entry: OpenReply): void {
-    if (!entry.tracked) return
-    entry.tracked = false
-    if (entry.prev === undefined) this.#head = entry.next
-    else entry.prev.next = entry.next
-    if (entry.next !== undefined) entry.next.prev = entry.prev
-    // A finished entry points at nothing: it must not keep later requests alive (see #head).
-    entry.prev = undefined
-    entry.next = undefined
-  }
-
-  /** The open replies, listed now: ending one while walking the list would cut the walk short. */
-  #openReplies (): ReplyChannel[] {
-    const list: ReplyChannel[] = []
-    for (let entry = this.#head; entry !== undefined; entry = entry.next) list.push(entry.channel)
-    return list
-  }
-
-  close (): void {
-    this.#closing = true
-    for (const channel of this.#openReplies()) channel.abort('the server is shutting down')
-    if (this.#head === undefined) return
-    this.#timer = setTimeout(() => {
-      for (const channel of this.#openReplies()) channel.abandon()
-    }, this.#grace)
-  }
-
-  closed (): void {
-    clearTimeout(this.#timer)
-    clearInterval(this.#ticker)
-  }
-}
-
-interface OpenReply {
-  readonly channel: ReplyChannel
-  prev: OpenReply | undefined
-  next: OpenReply | undefined
-  tracked: boolean
-}
-
-/** While closing, asks the client to close its connection, so keep-alive does not hold `app.close()` open. */
-export function sendClosing (reply: FastifyReply, lifecycle: Lifecycle): FastifyReply {
-  return lifecycle.closing ? reply.header('connection', 'close') : reply
-}
-
-/** Pipelined replies still waiting behind an earlier one, by socket: one 'close' listener tells them all. */
-const queued = new WeakMap<Socket, Set<ReplyChannel>>()
-
-function abortOnClose (socket: Socket, channel: ReplyChannel): () => void {
-  let waiting = queued.get(socket)
-  if (waiting === undefined) {
-    const channels = new Set<ReplyChannel>()
-    waiting = channels
-    queued.set(socket, channels)
-    socket.once('close', () => {
-      queued.delete(socket)
-      for (const each of channels) each.abort('the client went away')
-    })
-  }
-  const set = waiting
-  set.add(channel)
-  return () => { set.delete(channel) }
-}
 
 export interface ChannelSettings {
   /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. */
@@ -147,6 +31,8 @@ export class ReplyChannel implements NotificationStream {
   readonly #id: RequestId | null
   #streaming = false
   #handling = false
+  /** Whether the client takes `text/event-stream`, so a slow reply may become one: read at its first beat. */
+  #takesStream: boolean | undefined
   #finished = false
   #controller: AbortController | undefined
   #abortedFor: string | undefined
@@ -170,7 +56,7 @@ export class ReplyChannel implements NotificationStream {
     this.#entry = lifecycle.track(this)
     const raw = reply.raw
     // A queued pipelined reply has no socket, and Node closes only the reply that has it: the socket must tell it.
-    const unqueue = raw.socket === null ? abortOnClose(reply.request.raw.socket, this) : undefined
+    const unqueue = raw.socket === null ? lifecycle.abortOnClose(reply.request.raw.socket, this) : undefined
     raw.once('close', () => {
       unqueue?.()
       lifecycle.untrack(this.#entry)
@@ -216,9 +102,11 @@ export class ReplyChannel implements NotificationStream {
    * handler runs: what comes before (access and scope checks) may still be a 401 or 403 that must stay HTTP.
    */
   beat (): void {
-    if (this.#streaming || (this.#handling && String(this.#reply.request.headers.accept).toLowerCase().includes('text/event-stream'))) {
-      this.#write(HEARTBEAT)
-    }
+    if (this.#streaming || (this.#handling && (this.#takesStream ??= this.#acceptsStream()))) this.#write(HEARTBEAT)
+  }
+
+  #acceptsStream (): boolean {
+    return String(this.#reply.request.headers.accept).toLowerCase().includes('text/event-stream')
   }
 
   /** The call reached its handler: from now a slow reply may become an event stream. */
@@ -227,14 +115,14 @@ export class ReplyChannel implements NotificationStream {
   }
 
   #write (text: string): boolean {
-    if (!this.#writable()) return false
+    if (!this.#openForWrite()) return false
     this.#reply.raw.write(text)
     this.quietSince = this.#lifecycle.tick
     return true
   }
 
   /** Whether a write may go out now, the stream opened for it if need be: not once finished, gone or cut off. */
-  #writable (): boolean {
+  #openForWrite (): boolean {
     if (this.#finished || this.closed) return false
     const raw = this.#reply.raw
     if (!this.#streaming) this.open()

@@ -36,10 +36,12 @@ async function twoNodes (t: Test, seen: Seen): Promise<FastifyInstance[]> {
         seen.completed++
         return 'worked'
       })
-    // Asks at once after detaching, or after a turn of its own that detaches it: either way the task asks.
+    // Asks at once after detaching, or after awaiting something that outlasts the turn the pass began in, which
+    // detaches it (two `setImmediate`s: the pass's boundary comes first, whatever phase the request ran in; a timer of
+    // 1 ms may fire before it on a busy loop, and then its question is, by the rule, a round of the call).
     app.mcp.tool({ name: 'ask', task: detaching, inputSchema: { type: 'object', properties: { implicit: { type: 'boolean' } } } },
       async (args: { implicit?: boolean }, ctx) => {
-        if (args.implicit === true) await sleep(1)
+        if (args.implicit === true) await new Promise((resolve) => setImmediate(() => setImmediate(resolve)))
         else await ctx.detach()
         seen.asked++
         const answer = await ctx.elicit('Count?', requestedSchema().integer('n'))
