@@ -69,7 +69,8 @@ const TYPES: Record<string, string> = {
   pdf: 'application/pdf',
 }
 const TEXT_TYPES = new Set(['application/json', 'application/yaml', 'application/xml', 'image/svg+xml'])
-const UTF8 = new TextDecoder('utf-8', { fatal: true })
+// A BOM stays in the text: the text's bytes are the file's, as its digest and size say.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 function mimeTypeOf (file: string): string {
   const dot = file.lastIndexOf('.')

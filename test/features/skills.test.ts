@@ -266,3 +266,22 @@ t.test('a skill whose file URI another resource holds is refused whole, its othe
   t.same(await app.mcp.skills(pair, { prefix: 'later' }), ['skill://later/alpha/SKILL.md', 'skill://later/taken/SKILL.md'])
   t.equal((await call(app, 'resources/directory/read', { uri: 'skill://alpha' })).body.error.code, -32602, 'its folders were taken back too')
 })
+
+t.test('a text file is served with its bytes, a BOM kept, as the digest and size listed say', async (t) => {
+  const bom = '\ufeff'
+  const root = await folder(t, {
+    'bom/SKILL.md': `${bom}${skillMd('bom')}`,
+    'bom/notes.md': `${bom}# Notes\n`,
+    'bom/data.json': `${bom}{"a":1}`,
+  })
+  const app = await build(t)
+  await app.mcp.skills(root)
+  const { skill } = (await call(app, 'skills/get', { uri: 'skill://bom/SKILL.md' })).body.result
+  t.equal(skill.resources.length, 3)
+  for (const listed of skill.resources) {
+    const [content] = (await call(app, 'resources/read', { uri: listed.uri })).body.result.contents
+    t.ok(content.text.startsWith(bom), `${listed.uri}: the BOM is kept`)
+    const bytes = Buffer.from(content.text, 'utf8')
+    t.same({ digest: sha(bytes), size: bytes.length }, { digest: listed.digest, size: listed.size }, listed.uri)
+  }
+})
