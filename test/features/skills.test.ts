@@ -285,3 +285,56 @@ t.test('a text file is served with its bytes, a BOM kept, as the digest and size
     t.same({ digest: sha(bytes), size: bytes.length }, { digest: listed.digest, size: listed.size }, listed.uri)
   }
 })
+
+/** What a client sees of one skill: its manifest, its files' texts and its folders' listings. */
+async function seen (app: Awaited<ReturnType<typeof build>>, uri: string, folders: string[]) {
+  const manifest = (await call(app, 'skills/get', { uri })).body.result.skill
+  const texts = []
+  for (const file of manifest.resources) texts.push((await call(app, 'resources/read', { uri: file.uri })).body.result?.contents[0].text)
+  const listings = []
+  for (const folder of folders) listings.push((await call(app, 'resources/directory/read', { uri: folder })).body.result?.resources)
+  return { manifest, texts, listings }
+}
+
+t.test('a skill inside the folder of a skill served before is refused, the outer skill left whole', async (t) => {
+  const app = await build(t)
+  const outer = await folder(t, { 'acme/SKILL.md': skillMd('acme'), 'acme/pdf/notes.md': '# acme notes\n' })
+  t.same(await app.mcp.skills(outer), ['skill://acme/SKILL.md'])
+  const before = await seen(app, 'skill://acme/SKILL.md', ['skill://acme', 'skill://acme/pdf'])
+  t.same(before.texts, [skillMd('acme'), '# acme notes\n'])
+
+  const inner = await folder(t, { 'pdf/SKILL.md': skillMd('pdf'), 'pdf/guide.md': '# pdf guide\n' })
+  await t.rejects(app.mcp.skills(inner, { prefix: 'acme' }), {
+    code: 'FST_MOCAPI_INVALID_DEFINITION',
+    message: 'mocapi: skills: skill://acme/pdf/SKILL.md and skill://acme/SKILL.md nest, one inside the other\'s folder: each skill needs a folder of its own',
+  })
+  const other = await folder(t, { 'b/SKILL.md': skillMd('b') })
+  await t.rejects(app.mcp.skills(other, { prefix: 'acme' }), { message: /skill:\/\/acme\/b\/SKILL\.md and skill:\/\/acme\/SKILL\.md nest/ }, 'below the skill, beside its folders')
+
+  t.same(await seen(app, 'skill://acme/SKILL.md', ['skill://acme', 'skill://acme/pdf']), before, 'manifest, files and folders unchanged')
+  t.throws(() => app.mcp.removeResource('skill://acme/pdf/notes.md'), { message: /is a file of a skill/ }, 'its file still cannot be removed')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://acme/pdf/SKILL.md' })).body.error.code, -32602, 'nothing of the refused one is served')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://acme/pdf/guide.md' })).body.error.code, -32602)
+  t.same((await call(app, 'skills/list')).body.result.skills.map((skill: any) => skill.uri), ['skill://acme/SKILL.md'])
+})
+
+t.test('a skill whose folder would hold a skill served before is refused, the inner skill left whole', async (t) => {
+  const app = await build(t)
+  const inner = await folder(t, { 'pdf/SKILL.md': skillMd('pdf'), 'pdf/guide.md': '# pdf guide\n' })
+  t.same(await app.mcp.skills(inner, { prefix: 'acme' }), ['skill://acme/pdf/SKILL.md'])
+  const before = await seen(app, 'skill://acme/pdf/SKILL.md', ['skill://acme/pdf'])
+  t.same(before.texts, [skillMd('pdf'), '# pdf guide\n'])
+
+  const outer = await folder(t, { 'acme/SKILL.md': skillMd('acme'), 'acme/pdf/notes.md': '# acme notes\n' })
+  await t.rejects(app.mcp.skills(outer), {
+    code: 'FST_MOCAPI_INVALID_DEFINITION',
+    message: 'mocapi: skills: skill://acme/SKILL.md and skill://acme/pdf/SKILL.md nest, one inside the other\'s folder: each skill needs a folder of its own',
+  })
+  t.same(await seen(app, 'skill://acme/pdf/SKILL.md', ['skill://acme/pdf']), before, 'manifest, files and folders unchanged')
+  t.throws(() => app.mcp.removeResource('skill://acme/pdf/guide.md'), { message: /is a file of a skill/ }, 'its file still cannot be removed')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://acme/SKILL.md' })).body.error.code, -32602, 'nothing of the refused one is served')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://acme/pdf/notes.md' })).body.error.code, -32602)
+  t.equal((await call(app, 'resources/directory/read', { uri: 'skill://acme' })).body.error.code, -32602)
+  t.same((await call(app, 'skills/list')).body.result.skills.map((skill: any) => skill.uri), ['skill://acme/pdf/SKILL.md'])
+  t.same(await app.mcp.skills(outer, { prefix: 'elsewhere' }), ['skill://elsewhere/acme/SKILL.md'], 'under a prefix of its own it is served')
+})
