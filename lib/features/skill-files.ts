@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto'
 import { lstat, readdir, readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parse } from 'yaml'
+import { CST, Parser, isScalar, parseDocument, visit, type Document } from 'yaml'
 import { InvalidDefinitionError } from '../errors.js'
 import { isPlainObject, type JsonObject } from '../protocol/wire.js'
 import { notJson } from '../protocol/json.js'
@@ -19,6 +19,15 @@ const MAX_DEPTH = 16
 /** The Agent Skills naming rules: 1 to 64 lowercase letters, digits and hyphens, no hyphen first, last or twice. */
 export const SKILL_NAME = /^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/
 const MAX_DESCRIPTION = 1024
+/**
+ * Bytes a SKILL.md's frontmatter may take, as written and as the JSON every skills/list and skills/get reply carries:
+ * aliases would otherwise repeat one large value in each reply.
+ */
+export const MAX_FRONTMATTER = 64 * 1024
+/** How deep a frontmatter's collections may nest, as deep as mocapi takes any JSON value. */
+const MAX_NESTING = 64
+/** Aliases a frontmatter may hold: the `yaml` package resolves each by scanning the document's anchors. */
+export const MAX_ALIASES = 100
 const FRONTMATTER = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/
 
 export interface SkillFile {
@@ -132,13 +141,10 @@ async function collect (folder: string, relative: string, files: SkillFile[], fo
 function frontmatterOf (text: string, file: string): JsonObject {
   const block = FRONTMATTER.exec(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
   if (block === null) refuse(`${file} must begin with YAML frontmatter between --- lines`)
-  let value: unknown
-  try {
-    // The core schema reads only what JSON holds (no dates, no binary); aliases are few in frontmatter.
-    value = parse(block[1], { schema: 'core', maxAliasCount: 100, uniqueKeys: true, prettyErrors: false })
-  } catch (error) {
-    refuse(`${file}: its frontmatter is not YAML (${(error as Error).message.split('\n')[0]})`)
-  }
+  const tooLarge = `${file}: its frontmatter is more than ${MAX_FRONTMATTER} bytes (64 KiB)`
+  if (Buffer.byteLength(block[1]) > MAX_FRONTMATTER) refuse(`${tooLarge} as written`)
+  const value = yamlOf(block[1], file)
+  if (jsonBytes(value, MAX_FRONTMATTER) > MAX_FRONTMATTER) refuse(`${tooLarge} as JSON, its aliases expanded`)
   if (!isPlainObject(value)) refuse(`${file}: its frontmatter must be a mapping with name and description`)
   const reason = notJson(value)
   if (reason !== undefined) refuse(`${file}: its frontmatter holds ${reason}, which JSON cannot carry`)
@@ -150,4 +156,79 @@ function frontmatterOf (text: string, file: string): JsonObject {
     refuse(`${file}: description must be a non-empty string of at most ${MAX_DESCRIPTION} characters`)
   }
   return value
+}
+
+/** The frontmatter's YAML as a value, read at a cost that grows with its text only. */
+function yamlOf (source: string, file: string): unknown {
+  const notYaml = (error: unknown): never => refuse(`${file}: its frontmatter is not YAML (${(error as Error).message.split('\n')[0]})`)
+  if (nestsTooDeep(source)) refuse(`${file}: its frontmatter nests collections more than ${MAX_NESTING} deep`)
+  // The core schema reads only what JSON holds (no dates, no binary).
+  const document = parseDocument(source, { schema: 'core', uniqueKeys: false, prettyErrors: false })
+  if (document.errors.length > 0) notYaml(document.errors[0])
+  const { aliases, repeated } = survey(document)
+  if (repeated !== undefined) refuse(`${file}: its frontmatter repeats the key "${repeated}" in one mapping`)
+  if (aliases > MAX_ALIASES) refuse(`${file}: its frontmatter holds ${aliases} aliases, more than ${MAX_ALIASES}`)
+  try {
+    // An alias gives back its anchor's value itself, not a copy: the conversion stays as small as the text.
+    return document.toJS({ maxAliasCount: MAX_ALIASES })
+  } catch (error) {
+    notYaml(error)
+  }
+}
+
+/** Its aliases, and a key some mapping repeats: found here, as the `yaml` package checks each key against all. */
+function survey (document: Document): { aliases: number, repeated?: string } {
+  let aliases = 0
+  let repeated: string | undefined
+  visit(document, {
+    Alias: () => { aliases++ },
+    Map: (_at, map) => {
+      const keys = new Set<unknown>()
+      for (const { key } of map.items) {
+        const value = isScalar(key) ? key.value : key
+        if (keys.has(value)) {
+          repeated = String(value)
+          return visit.BREAK
+        }
+        keys.add(value)
+      }
+      return undefined
+    },
+  })
+  return { aliases, repeated }
+}
+
+/**
+ * Read from the syntax tree, which the `yaml` package builds without recursion, before its composer recurses: deep
+ * enough, that recursion ends the stack, and V8 may end the process when it compiles a regular expression there.
+ */
+function nestsTooDeep (source: string): boolean {
+  let deep = false
+  const visitor: CST.Visitor = (_item, at) => {
+    if (at.length <= MAX_NESTING) return undefined
+    deep = true
+    return CST.visit.BREAK
+  }
+  for (const token of new Parser().parse(source)) if (token.type === 'document') CST.visit(token, visitor)
+  return deep
+}
+
+/** The UTF-8 bytes of `value`'s JSON, counted until past `limit`: a value its aliases repeat is never written out. */
+function jsonBytes (value: unknown, limit: number): number {
+  let bytes = 0
+  const pending = [value]
+  while (pending.length > 0 && bytes <= limit) {
+    const next = pending.pop()
+    if (typeof next !== 'object' || next === null) {
+      bytes += Buffer.byteLength(JSON.stringify(next))
+      continue
+    }
+    const keys = Array.isArray(next) ? undefined : Object.keys(next)
+    const items = keys === undefined ? next as unknown[] : keys.map((key) => (next as Record<string, unknown>)[key])
+    // Brackets and commas, then each key with its colon.
+    bytes += 2 + Math.max(items.length - 1, 0)
+    for (const key of keys ?? []) bytes += Buffer.byteLength(JSON.stringify(key)) + 1
+    for (const item of items) pending.push(item)
+  }
+  return bytes
 }

@@ -69,7 +69,8 @@ const TYPES: Record<string, string> = {
   pdf: 'application/pdf',
 }
 const TEXT_TYPES = new Set(['application/json', 'application/yaml', 'application/xml', 'image/svg+xml'])
-const UTF8 = new TextDecoder('utf-8', { fatal: true })
+// A BOM stays in the text: the text's bytes are the file's, as its digest and size say.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 function mimeTypeOf (file: string): string {
   const dot = file.lastIndexOf('.')
@@ -87,6 +88,11 @@ function textOf (file: SkillFile, mimeType: string): string | undefined {
 }
 
 const encodePath = (at: string): string => at.split('/').map(encodeURIComponent).join('/')
+
+/** The folders above a `skill://` URI, nearest first. */
+function * ancestors (uri: string): Generator<string> {
+  for (let end = uri.lastIndexOf('/'); end >= 'skill://'.length; end = uri.lastIndexOf('/', end - 1)) yield uri.slice(0, end)
+}
 
 /** Skills served from folders (SEP-2640): an entry per skill, its files as `skill://` resources, its folders readable. */
 export class Skills {
@@ -132,6 +138,10 @@ export class Skills {
         throw new InvalidDefinitionError(`skills: ${uri} is already registered`)
       }
     }
+    const nested = this.#nesting(new Map(sources.map((source) => [base(source), `${base(source)}/${SKILL_FILE}`])))
+    if (nested !== undefined) {
+      throw new InvalidDefinitionError(`skills: ${nested[0]} and ${nested[1]} nest, one inside the other's folder: each skill needs a folder of its own`)
+    }
     const added: string[] = []
     const files: string[] = []
     try {
@@ -143,6 +153,26 @@ export class Skills {
       throw error
     }
     return added
+  }
+
+  /**
+   * A new skill's SKILL.md URI and a served one's whose folders nest, one inside the other. One call's skills never
+   * nest (a SKILL.md ends the search below it); another call's prefix can make them.
+   */
+  #nesting (bases: Map<string, string>): [string, string] | undefined {
+    for (const [base, uri] of bases) {
+      for (const above of ancestors(base)) {
+        const owner = this.#folders.get(above)
+        if (owner !== undefined) return [uri, owner]
+      }
+    }
+    for (const [folder, owner] of this.#folders) {
+      for (const above of ancestors(folder)) {
+        const uri = bases.get(above)
+        if (uri !== undefined) return [uri, owner]
+      }
+    }
+    return undefined
   }
 
   #forget (uri: string): void {

@@ -266,3 +266,146 @@ t.test('a skill whose file URI another resource holds is refused whole, its othe
   t.same(await app.mcp.skills(pair, { prefix: 'later' }), ['skill://later/alpha/SKILL.md', 'skill://later/taken/SKILL.md'])
   t.equal((await call(app, 'resources/directory/read', { uri: 'skill://alpha' })).body.error.code, -32602, 'its folders were taken back too')
 })
+
+t.test('a frontmatter takes at most 64 KiB as written and as JSON with its aliases expanded, and a bomb is refused quickly', async (t) => {
+  const app = await build(t)
+  const bound = 64 * 1024
+  const blob = 'x'.repeat(1000)
+  // 63 aliases of one 1000-character value, and a pad that brings the JSON to `bound + over` bytes.
+  const expanded = (over: number) => {
+    const json = (pad: string) => Buffer.byteLength(JSON.stringify({ name: 'big', description: 'd', blob, pad, copies: Array(63).fill(blob) }))
+    const pad = 'p'.repeat(1 + bound + over - json('p'))
+    t.equal(json(pad), bound + over)
+    return `---\nname: big\ndescription: d\nblob: &b ${blob}\npad: ${pad}\ncopies: [${Array(63).fill('*b').join(', ')}]\n---\n`
+  }
+  const under = await folder(t, { 'big/SKILL.md': expanded(0) })
+  t.same(await app.mcp.skills(under), ['skill://big/SKILL.md'])
+  const { frontmatter } = (await call(app, 'skills/get', { uri: 'skill://big/SKILL.md' })).body.result.skill
+  t.equal(frontmatter.copies.length, 63)
+  t.equal(Buffer.byteLength(JSON.stringify(frontmatter)), bound, 'exactly the bound is served, aliases expanded')
+
+  const refuse = async (name: string, skillMd: string, reason: string) => {
+    const root = await folder(t, { [`${name}/SKILL.md`]: skillMd })
+    const started = performance.now()
+    await t.rejects(app.mcp.skills(root, { prefix: 'refused' }), {
+      code: 'FST_MOCAPI_INVALID_DEFINITION', message: `mocapi: skills: ${path.join(root, name, 'SKILL.md')}: its frontmatter ${reason}`,
+    }, reason)
+    return performance.now() - started
+  }
+  await refuse('big', expanded(1), 'is more than 65536 bytes (64 KiB) as JSON, its aliases expanded')
+
+  // As written: a comment fills the frontmatter to the bound, or one byte past it.
+  const written = (over: number) => {
+    const fields = 'name: wordy\ndescription: d'
+    const block = `# ${'c'.repeat(bound + over - fields.length - 3)}\n${fields}`
+    t.equal(Buffer.byteLength(block), bound + over)
+    return `---\n${block}\n---\n`
+  }
+  t.same(await app.mcp.skills(await folder(t, { 'wordy/SKILL.md': written(0) }), { prefix: 'written' }), ['skill://written/wordy/SKILL.md'])
+  await refuse('wordy', written(1), 'is more than 65536 bytes (64 KiB) as written')
+
+  // Two anchors, so that each stays below the `yaml` package's own count of aliases per anchor.
+  // A key written twice, after one that is a collection (told apart as YAML does, by the node).
+  await refuse('twice', '---\n? [x]\n: 1\n? [x]\n: 2\nname: twice\nname: twice\ndescription: d\n---\n', 'repeats the key "name" in one mapping')
+
+  const aliases = (count: number) => `---\nname: many\ndescription: d\na: &a x\nc: &c y\nb: [${Array.from({ length: count }, (_, i) => i % 2 === 0 ? '*a' : '*c').join(', ')}]\n---\n`
+  t.same(await app.mcp.skills(await folder(t, { 'many/SKILL.md': aliases(100) }), { prefix: 'aliased' }), ['skill://aliased/many/SKILL.md'])
+  await refuse('many', aliases(101), 'holds 101 aliases, more than 100')
+
+  // A billion laughs: nine levels of nine aliases each, 9^9 values once expanded.
+  let laughs = '---\nname: laughs\ndescription: d\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n'
+  for (let level = 1; level < 9; level++) laughs += `l${level}: &l${level} [${Array(9).fill(`*l${level - 1}`).join(', ')}]\n`
+  const took = await refuse('laughs', laughs + '---\n', 'is not YAML (Excessive alias count indicates a resource exhaustion attack)')
+  t.ok(took < 2000, `refused in ${Math.round(took)} ms, never expanded`)
+  t.same((await call(app, 'skills/list')).body.result.skills.map((skill: any) => skill.uri),
+    ['skill://big/SKILL.md', 'skill://written/wordy/SKILL.md', 'skill://aliased/many/SKILL.md'], 'nothing refused is served')
+})
+
+t.test('a frontmatter nested past 64 levels is refused before the parser recurses into it, every time', async (t) => {
+  const app = await build(t)
+  const nested = (depth: number) => `---\nname: deep\ndescription: d\nmetadata: ${'['.repeat(depth)}1${']'.repeat(depth)}\n---\n`
+  t.same(await app.mcp.skills(await folder(t, { 'deep/SKILL.md': nested(63) })), ['skill://deep/SKILL.md'], '64 levels with the mapping around them')
+  const refusal = (root: string) => ({
+    code: 'FST_MOCAPI_INVALID_DEFINITION',
+    message: `mocapi: skills: ${path.join(root, 'deep', 'SKILL.md')}: its frontmatter nests collections more than 64 deep`,
+  })
+  const over = await folder(t, { 'deep/SKILL.md': nested(64) })
+  await t.rejects(app.mcp.skills(over, { prefix: 'over' }), refusal(over))
+  // Left to the parser, a stack ended again and again can have V8 end the process (Node 20, 900 levels will do).
+  const deep = await folder(t, { 'deep/SKILL.md': `---\n${'['.repeat(3000)}${']'.repeat(3000)}\n---\n` })
+  for (let attempt = 0; attempt < 10; attempt++) {
+    await t.rejects(app.mcp.skills(deep, { prefix: 'again' }), refusal(deep), `attempt ${attempt}`)
+  }
+})
+
+t.test('a text file is served with its bytes, a BOM kept, as the digest and size listed say', async (t) => {
+  const bom = '\ufeff'
+  const root = await folder(t, {
+    'bom/SKILL.md': `${bom}${skillMd('bom')}`,
+    'bom/notes.md': `${bom}# Notes\n`,
+    'bom/data.json': `${bom}{"a":1}`,
+  })
+  const app = await build(t)
+  await app.mcp.skills(root)
+  const { skill } = (await call(app, 'skills/get', { uri: 'skill://bom/SKILL.md' })).body.result
+  t.equal(skill.resources.length, 3)
+  for (const listed of skill.resources) {
+    const [content] = (await call(app, 'resources/read', { uri: listed.uri })).body.result.contents
+    t.ok(content.text.startsWith(bom), `${listed.uri}: the BOM is kept`)
+    const bytes = Buffer.from(content.text, 'utf8')
+    t.same({ digest: sha(bytes), size: bytes.length }, { digest: listed.digest, size: listed.size }, listed.uri)
+  }
+})
+
+/** What a client sees of one skill: its manifest, its files' texts and its folders' listings. */
+async function seen (app: Awaited<ReturnType<typeof build>>, uri: string, folders: string[]) {
+  const manifest = (await call(app, 'skills/get', { uri })).body.result.skill
+  const texts = []
+  for (const file of manifest.resources) texts.push((await call(app, 'resources/read', { uri: file.uri })).body.result?.contents[0].text)
+  const listings = []
+  for (const folder of folders) listings.push((await call(app, 'resources/directory/read', { uri: folder })).body.result?.resources)
+  return { manifest, texts, listings }
+}
+
+t.test('a skill inside the folder of a skill served before is refused, the outer skill left whole', async (t) => {
+  const app = await build(t)
+  const outer = await folder(t, { 'acme/SKILL.md': skillMd('acme'), 'acme/pdf/notes.md': '# acme notes\n' })
+  t.same(await app.mcp.skills(outer), ['skill://acme/SKILL.md'])
+  const before = await seen(app, 'skill://acme/SKILL.md', ['skill://acme', 'skill://acme/pdf'])
+  t.same(before.texts, [skillMd('acme'), '# acme notes\n'])
+
+  const inner = await folder(t, { 'pdf/SKILL.md': skillMd('pdf'), 'pdf/guide.md': '# pdf guide\n' })
+  await t.rejects(app.mcp.skills(inner, { prefix: 'acme' }), {
+    code: 'FST_MOCAPI_INVALID_DEFINITION',
+    message: 'mocapi: skills: skill://acme/pdf/SKILL.md and skill://acme/SKILL.md nest, one inside the other\'s folder: each skill needs a folder of its own',
+  })
+  const other = await folder(t, { 'b/SKILL.md': skillMd('b') })
+  await t.rejects(app.mcp.skills(other, { prefix: 'acme' }), { message: /skill:\/\/acme\/b\/SKILL\.md and skill:\/\/acme\/SKILL\.md nest/ }, 'below the skill, beside its folders')
+
+  t.same(await seen(app, 'skill://acme/SKILL.md', ['skill://acme', 'skill://acme/pdf']), before, 'manifest, files and folders unchanged')
+  t.throws(() => app.mcp.removeResource('skill://acme/pdf/notes.md'), { message: /is a file of a skill/ }, 'its file still cannot be removed')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://acme/pdf/SKILL.md' })).body.error.code, -32602, 'nothing of the refused one is served')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://acme/pdf/guide.md' })).body.error.code, -32602)
+  t.same((await call(app, 'skills/list')).body.result.skills.map((skill: any) => skill.uri), ['skill://acme/SKILL.md'])
+})
+
+t.test('a skill whose folder would hold a skill served before is refused, the inner skill left whole', async (t) => {
+  const app = await build(t)
+  const inner = await folder(t, { 'pdf/SKILL.md': skillMd('pdf'), 'pdf/guide.md': '# pdf guide\n' })
+  t.same(await app.mcp.skills(inner, { prefix: 'acme' }), ['skill://acme/pdf/SKILL.md'])
+  const before = await seen(app, 'skill://acme/pdf/SKILL.md', ['skill://acme/pdf'])
+  t.same(before.texts, [skillMd('pdf'), '# pdf guide\n'])
+
+  const outer = await folder(t, { 'acme/SKILL.md': skillMd('acme'), 'acme/pdf/notes.md': '# acme notes\n' })
+  await t.rejects(app.mcp.skills(outer), {
+    code: 'FST_MOCAPI_INVALID_DEFINITION',
+    message: 'mocapi: skills: skill://acme/SKILL.md and skill://acme/pdf/SKILL.md nest, one inside the other\'s folder: each skill needs a folder of its own',
+  })
+  t.same(await seen(app, 'skill://acme/pdf/SKILL.md', ['skill://acme/pdf']), before, 'manifest, files and folders unchanged')
+  t.throws(() => app.mcp.removeResource('skill://acme/pdf/guide.md'), { message: /is a file of a skill/ }, 'its file still cannot be removed')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://acme/SKILL.md' })).body.error.code, -32602, 'nothing of the refused one is served')
+  t.equal((await call(app, 'resources/read', { uri: 'skill://acme/pdf/notes.md' })).body.error.code, -32602)
+  t.equal((await call(app, 'resources/directory/read', { uri: 'skill://acme' })).body.error.code, -32602)
+  t.same((await call(app, 'skills/list')).body.result.skills.map((skill: any) => skill.uri), ['skill://acme/pdf/SKILL.md'])
+  t.same(await app.mcp.skills(outer, { prefix: 'elsewhere' }), ['skill://elsewhere/acme/SKILL.md'], 'under a prefix of its own it is served')
+})
