@@ -6,15 +6,8 @@ import type { RequestedSchemaBuilder } from './schema.js'
 
 type KeyPrefix = 'elicit' | 'sample' | 'roots'
 
-// Constants, not made per ask (bench/README.md#questions).
-const DEFAULT_KEYS: Readonly<Record<KeyPrefix, readonly string[]>> = {
-  elicit: Array.from({ length: 64 }, (_, i) => `elicit-${i + 1}`),
-  sample: Array.from({ length: 64 }, (_, i) => `sample-${i + 1}`),
-  roots: Array.from({ length: 64 }, (_, i) => `roots-${i + 1}`),
-}
-
 export function defaultKey (prefix: KeyPrefix, ordinal: number): string {
-  return DEFAULT_KEYS[prefix][ordinal] ?? `${prefix}-${ordinal + 1}`
+  return `${prefix}-${ordinal + 1}`
 }
 
 export type QuestionKind = 'elicit' | 'elicitUrl' | 'sample' | 'roots'

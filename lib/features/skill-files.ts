@@ -12,8 +12,8 @@ import { notJson } from '../protocol/json.js'
 
 export const SKILL_FILE = 'SKILL.md'
 /** The extension's limits per skill (SEP-2640): files, and bytes summed over them. */
-export const MAX_FILES = 512
-export const MAX_BYTES = 16 * 1024 * 1024
+const MAX_FILES = 512
+const MAX_BYTES = 16 * 1024 * 1024
 /** How deep skills may sit below the folder, and files below their skill. */
 const MAX_DEPTH = 16
 /** The Agent Skills naming rules: 1 to 64 lowercase letters, digits and hyphens, no hyphen first, last or twice. */

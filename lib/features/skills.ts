@@ -44,7 +44,7 @@ interface SkillSettings {
 }
 
 const OPTIONS = new Set(['prefix', 'scopes', 'canAccess', 'cache'])
-export const DIRECTORY_MIME_TYPE = 'inode/directory'
+const DIRECTORY_MIME_TYPE = 'inode/directory'
 
 const TYPES: Record<string, string> = {
   md: 'text/markdown',

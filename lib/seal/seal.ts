@@ -15,7 +15,7 @@ const SALTED = 0x10
 // One randomFillSync per 4096 tokens: a draw per token costs about as much as the seal (bench/README.md#nonce-pool).
 const RANDOM_POOL_BYTES = 4096 * (SALT_BYTES + NONCE_BYTES)
 /** Seals under one derived key before a sealer draws a new salt. */
-export const EPOCH_SEALS = 2 ** 24
+const EPOCH_SEALS = 2 ** 24
 /** Derived keys an opener keeps, of salts whose tokens it verified: every node's current epochs, and more. */
 const OPENED_SALTS = 1024
 
