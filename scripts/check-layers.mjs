@@ -18,6 +18,7 @@ const FLOORS = [
   ['context', ['context.ts']],
   ['features', ['features/']],
   ['tasks', ['tasks/']],
+  ['receipts', ['receipts/']],
   ['transport', ['transport/']],
   ['modern', ['modern/']],
   ['legacy', ['legacy/']],

@@ -1,17 +1,10 @@
-import { redisConnection } from './connection.js'
+import { Commands, redisConnection, type RedisCommandConnection } from './connection.js'
 import { noop, nonEmptyString, optionalFunction, positiveInteger } from '../check.js'
 import { jsonObject } from '../protocol/wire.js'
 import type { StoredTask, TaskQuota, TaskStatus, TaskStore, TaskWrite } from '../tasks/store.js'
 
 /** The part of a node-redis (v5 or v6) client that the task store uses. */
-export interface RedisTaskConnection {
-  readonly isReady: boolean
-  connect (): Promise<unknown>
-  sendCommand (args: string[]): Promise<unknown>
-  close (): Promise<unknown>
-  destroy (): void
-  on (event: 'error', listener: (error: Error) => void): unknown
-}
+export type RedisTaskConnection = RedisCommandConnection
 
 /** Options of {@link RedisTaskStore}. */
 export interface RedisTaskStoreOptions {
@@ -105,8 +98,6 @@ function parseTask (json: string): StoredTask | undefined {
   return value as unknown as StoredTask
 }
 
-const CONNECT_WAIT_MS = 2000
-
 /**
  * A {@link TaskStore} on Redis, shared by every node of a deployment: one hash per task, which Redis expires at
  * the task's own deadline; a create and a compare-and-set update are each one script, so they are atomic. Its
@@ -119,12 +110,10 @@ const CONNECT_WAIT_MS = 2000
  * ```
  */
 export class RedisTaskStore implements TaskStore {
-  readonly #connection: RedisTaskConnection
+  readonly #commands: Commands
   readonly #prefix: string
   readonly #maxTasks: number
   readonly #maxBytes: number
-  #connecting: Promise<unknown> | undefined
-  #closed = false
 
   /** Throws an `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad option's value, as the plugin does. */
   constructor (options: RedisTaskStoreOptions = {}) {
@@ -133,9 +122,7 @@ export class RedisTaskStore implements TaskStore {
     const onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisTaskStore onError') ?? noop
     this.#maxTasks = positiveInteger(options.maxTasks, 'RedisTaskStore maxTasks', 100_000)
     this.#maxBytes = positiveInteger(options.maxBytes, 'RedisTaskStore maxBytes', 1024 ** 3)
-    this.#connection = connection
-    // A node-redis client with no 'error' listener crashes the process on the first outage.
-    this.#connection.on('error', onError)
+    this.#commands = new Commands(connection, 'task store', onError)
   }
 
   async create (task: StoredTask, quota: TaskQuota): Promise<TaskWrite> {
@@ -164,23 +151,10 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async close (): Promise<void> {
-    this.#closed = true
-    if (this.#connecting === undefined) return
-    // A connection still trying to reach the server is dropped; a live one ends its replies first.
-    if (this.#connection.isReady) await this.#connection.close().catch(noop)
-    else this.#connection.destroy()
+    await this.#commands.close()
   }
 
-  async #command (args: string[]): Promise<unknown> {
-    if (this.#closed) throw new Error('mocapi: the task store is closed')
-    if (!this.#connection.isReady) {
-      this.#connecting ??= this.#connection.connect()
-      // A server down at the first call keeps node-redis reconnecting: the call fails after a short wait, not never.
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([this.#connecting, new Promise((resolve) => { timer = setTimeout(resolve, CONNECT_WAIT_MS) })])
-      clearTimeout(timer)
-      if (!this.#connection.isReady) throw new Error('mocapi: Redis (the task store) is not reachable')
-    }
-    return await this.#connection.sendCommand(args)
+  #command (args: string[]): Promise<unknown> {
+    return this.#commands.send(args)
   }
 }

@@ -1,0 +1,105 @@
+import { noop, nonEmptyString, optionalFunction } from '../check.js'
+import type { ReceiptStore, ReceiptWrite, StoredReceipt } from '../receipts/store.js'
+import { Commands, redisConnection, type RedisCommandConnection } from './connection.js'
+
+/** Options of {@link RedisReceiptStore}. */
+export interface RedisReceiptStoreOptions {
+  /** `redis[s]://…` URL of the server; node-redis's default (localhost:6379) when neither this nor `client` is given. */
+  url?: string | undefined
+  /** A redis client whose settings the store copies into a connection of its own (`duplicate()`); never closed. */
+  client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisCommandConnection } | undefined
+  /** What every key of the store starts with. Default `'mocapi:receipt:'`. */
+  prefix?: string | undefined
+  /** Told of connection errors (node-redis keeps reconnecting, each attempt an error). Default: ignored. */
+  onError?: ((error: unknown) => void) | undefined
+}
+
+// A receipt is one string key, `<state r|d><holder, 22 characters><until>|<sealed>`, that Redis expires when its lease
+// lapses or its TTL ends: every command touches that one key, so a Redis Cluster serves it as one Redis does.
+const HOLDER_END = 23
+
+// One atomic claim: SET NX PX, or what holds the name.
+const CLAIM = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+return redis.call('GET', KEYS[1])`
+
+// ARGV: the running prefix (state and holder), the new value, its PX; 1 when the holder still held it.
+const REPLACE = `local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, ${HOLDER_END}) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`
+
+const RELEASE = `local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, ${HOLDER_END}) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0`
+
+function encode (state: 'r' | 'd', holder: string, until: number, sealed: string): string {
+  return `${state}${holder}${until}|${sealed}`
+}
+
+function decode (value: unknown): StoredReceipt | undefined {
+  if (typeof value !== 'string' || value.length < HOLDER_END + 2) return undefined
+  const bar = value.indexOf('|', HOLDER_END)
+  const until = Number(value.slice(HOLDER_END, bar))
+  if (bar === -1 || !Number.isSafeInteger(until) || (value[0] !== 'r' && value[0] !== 'd')) return undefined
+  return { state: value[0] === 'r' ? 'running' : 'done', holder: value.slice(1, HOLDER_END), until, sealed: value.slice(bar + 1) }
+}
+
+/**
+ * A {@link ReceiptStore} on Redis, shared by every node: one key per receipt, claimed with one atomic `SET NX PX` and
+ * expired by Redis at its lease or TTL. Bounded by the server's `maxmemory` (every key expires, so a `volatile-*`
+ * policy evicts the soonest-expiring first: docs/deploy.md#receipts); a reply over `receipts.maxBytes` is never sent.
+ *
+ * ```ts
+ * import { RedisReceiptStore } from 'mocapi/redis'
+ * await app.register(mocapi, { receipts: { store: new RedisReceiptStore({ url: process.env.REDIS_URL }) } })
+ * ```
+ */
+export class RedisReceiptStore implements ReceiptStore {
+  readonly #commands: Commands
+  readonly #prefix: string
+
+  /** Throws an `FST_MOCAPI_INVALID_OPTION` TypeError naming a bad option's value, as the plugin does. */
+  constructor (options: RedisReceiptStoreOptions = {}) {
+    const connection = redisConnection<RedisCommandConnection>(options, 'RedisReceiptStore')
+    this.#prefix = options.prefix === undefined ? 'mocapi:receipt:' : nonEmptyString(options.prefix, 'RedisReceiptStore prefix')
+    const onError = optionalFunction<(error: unknown) => void>(options.onError, 'RedisReceiptStore onError') ?? noop
+    this.#commands = new Commands(connection, 'receipt store', onError)
+  }
+
+  async claim (name: string, holder: string, sealed: string, leaseMs: number): Promise<'claimed' | 'full' | StoredReceipt> {
+    const lease = Math.max(1, Math.ceil(leaseMs))
+    const value = encode('r', holder, Date.now() + lease, sealed)
+    const held = await this.#commands.send(['EVAL', CLAIM, '1', this.#prefix + name, value, String(lease)])
+    if (held === null) return 'claimed'
+    // A value this store did not write holds the name all the same: it is never taken over.
+    return decode(held) ?? { state: 'done', holder: '', until: Date.now(), sealed: '' }
+  }
+
+  async renew (name: string, holder: string, leaseMs: number): Promise<boolean> {
+    const lease = Math.max(1, Math.ceil(leaseMs))
+    const current = await this.read(name)
+    if (current?.state !== 'running' || current.holder !== holder) return false
+    return await this.#replace(name, holder, encode('r', holder, Date.now() + lease, current.sealed), lease)
+  }
+
+  async complete (name: string, holder: string, sealed: string, ttlMs: number): Promise<ReceiptWrite> {
+    const ttl = Math.max(1, Math.ceil(ttlMs))
+    return await this.#replace(name, holder, encode('d', holder, Date.now() + ttl, sealed), ttl) ? 'written' : 'lost'
+  }
+
+  async release (name: string, holder: string): Promise<void> {
+    await this.#commands.send(['EVAL', RELEASE, '1', this.#prefix + name, `r${holder}`])
+  }
+
+  async read (name: string): Promise<StoredReceipt | undefined> {
+    return decode(await this.#commands.send(['GET', this.#prefix + name]))
+  }
+
+  async close (): Promise<void> {
+    await this.#commands.close()
+  }
+
+  async #replace (name: string, holder: string, value: string, px: number): Promise<boolean> {
+    return await this.#commands.send(['EVAL', REPLACE, '1', this.#prefix + name, `r${holder}`, value, String(px)]) === 1
+  }
+}
