@@ -20,12 +20,12 @@ export type Recorded<T> = T extends undefined | void ? null : T
 /** Options of `ctx.elicit`, `ctx.elicitUrl`, `ctx.sample` and `ctx.listRoots`. */
 export interface ElicitOptions {
   /** A stable key for this input request in `inputRequests`, unique within the request. Default `elicit-<ordinal>`. */
-  key?: string
+  key?: string | undefined
   /**
    * `'return'`: when the client cannot be asked (it lacks the capability, or the operator's `elicitation.disable`
    * took it away), resolve `{ action: 'unavailable', reason }` instead of failing with -32021.
    */
-  unavailable?: 'return'
+  unavailable?: 'return' | undefined
 }
 
 /** The capability each kind of question needs, in words. */
