@@ -24,7 +24,8 @@ asked the same way.
                       2025-03-26) to be a client of that era: a session opened with initialize,
                       whose questions arrive on the call's stream
   --json              print the final result as one JSON line; questions and rounds stay on stderr
-  --yes               take defaults and skip optional fields without asking; accept links
+  --yes               never ask: take defaults, skip optional fields, accept links; a required
+                      field without a default stops the command with an error that names it
   -h, --help          show this help
 
 read and prompt ask their questions the same way; a prompt's arguments are strings (--arg key=value).

@@ -229,19 +229,17 @@ const ESCAPES: Record<string, ElicitResult> = { '!decline': { action: 'decline' 
 
 /**
  * Asks a form-mode elicitation field by field, re-asking with the reason until each answer
- * fits. `!decline` and `!cancel` end the form so; the end of input cancels it. With `yes`,
- * fields with a default, and optional fields, are taken without asking.
+ * fits. `!decline` and `!cancel` end the form so; the end of input cancels it. With `yes`, nothing
+ * is asked: fields with a default take it, optional ones are skipped, and a required field without
+ * a default fails the form with an error that names it.
  */
 export async function askForm (io: Asker, request: Pick<ElicitView, 'message' | 'schema'>, options: { yes?: boolean } = {}): Promise<ElicitResult> {
+  const fields = fieldsOf(request.schema)
   io.say(printableText(request.message))
+  if (options.yes === true) return takeDefaults(fields)
   io.say('  (!decline to decline, !cancel to cancel)')
   const content: ElicitContent = {}
-  for (const field of fieldsOf(request.schema)) {
-    if (options.yes === true && (field.schema.default !== undefined || !field.required)) {
-      const taken = parseAnswer(field, '') as { value: unknown }
-      if (taken.value !== undefined) content[field.name] = taken.value as ElicitContent[string]
-      continue
-    }
+  for (const field of fields) {
     for (const line of introOf(field)) io.say(line)
     for (;;) {
       const input = await io.ask(promptOf(field))
@@ -256,6 +254,22 @@ export async function askForm (io: Asker, request: Pick<ElicitView, 'message' | 
       if (parsed.value !== undefined) content[field.name] = parsed.value as ElicitContent[string]
       break
     }
+  }
+  return { action: 'accept', content }
+}
+
+/** The answer `--yes` gives: every default, or an error naming the required fields that have none. */
+function takeDefaults (fields: Field[]): ElicitResult {
+  const unanswered = fields.filter((field) => field.required && field.schema.default === undefined)
+  if (unanswered.length > 0) {
+    const names = unanswered.map((field) => JSON.stringify(field.name)).join(', ')
+    const one = unanswered.length === 1
+    throw new Error(`--yes takes only defaults, and the form's field${one ? '' : 's'} ${names} ${one ? 'is' : 'are'} required with none: ` +
+      `run without --yes to answer ${one ? 'it' : 'them'}`)
+  }
+  const content: ElicitContent = {}
+  for (const field of fields) {
+    if (field.schema.default !== undefined) content[field.name] = field.schema.default as ElicitContent[string]
   }
   return { action: 'accept', content }
 }

@@ -7,9 +7,9 @@ export { describe }
 /** `ttlMs` and `cacheScope` stamped on a cacheable result. */
 export interface CacheHint {
   /** How long a client may reuse the result, in ms. */
-  ttlMs?: number
+  ttlMs?: number | undefined
   /** `public` when every caller sees the same result, `private` when it varies by the caller's authorization. */
-  cacheScope?: 'public' | 'private'
+  cacheScope?: 'public' | 'private' | undefined
 }
 
 export function noop (): void {}

@@ -8,7 +8,7 @@ import { UI_EXTENSION, declares, showsViews } from './protocol/extensions.js'
 import {
   LOGGING_LEVELS, isPlainObject,
   type ClientCapabilities, type CreateMessageParams, type CreateMessageResult, type Implementation, type JsonObject,
-  type LoggingLevel, type RequestId, type RequestMeta, type Root,
+  type JsonValue, type LoggingLevel, type RequestId, type RequestMeta, type Root,
 } from './protocol/wire.js'
 import { kCallState } from './symbols.js'
 
@@ -17,15 +17,36 @@ export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } 
 /** What `ctx.once` resolves: the value as JSON reads it back (`undefined` becomes `null`). */
 export type Recorded<T> = T extends undefined | void ? null : T
 
+/**
+ * `T` itself when `ctx.once` can record it: JSON (objects, arrays, strings, finite numbers, booleans, null), with
+ * `undefined` at the top or as a property, which JSON leaves out. Otherwise a type `T` is not assignable to: a
+ * function, `bigint`, `symbol`, `undefined` in an array, or an object with methods (a `Date`, `Map`, `Set`, a class
+ * instance). `unknown` and `any` pass, and are checked at run time, as a class instance with data only is.
+ */
+export type Journalable<T> = unknown extends T ? T
+  : T extends JsonValue | undefined | void ? T
+    : T extends readonly unknown[] ? { [K in keyof T]: JournalableItem<T[K]> }
+      : T extends bigint | symbol | ((...args: never[]) => unknown) ? NotJson
+        : { [K in keyof T]: Journalable<T[K]> }
+
+type JournalableItem<T> = unknown extends T ? T : undefined extends T ? NotJson : Journalable<T>
+
+declare const notJson: unique symbol
+/** Where {@link Journalable} meets what JSON cannot hold; no value fits it, and a compiler error names it. */
+interface NotJson { readonly [notJson]: never }
+
+/** `fn` of `ctx.once`: `T` is inferred from what it returns, which must then be {@link Journalable}. */
+type OnceFunction<T> = (() => T | PromiseLike<T>) & (() => NoInfer<Journalable<T> | PromiseLike<Journalable<T>>>)
+
 /** Options of `ctx.elicit`, `ctx.elicitUrl`, `ctx.sample` and `ctx.listRoots`. */
 export interface ElicitOptions {
   /** A stable key for this input request in `inputRequests`, unique within the request. Default `elicit-<ordinal>`. */
-  key?: string
+  key?: string | undefined
   /**
    * `'return'`: when the client cannot be asked (it lacks the capability, or the operator's `elicitation.disable`
    * took it away), resolve `{ action: 'unavailable', reason }` instead of failing with -32021.
    */
-  unavailable?: 'return'
+  unavailable?: 'return' | undefined
 }
 
 /** The capability each kind of question needs, in words. */
@@ -210,7 +231,7 @@ export class McpContext {
    * A pass that asks a question waits for the effects it started before it answers: none that ran is lost. A client
    * that starts the call over starts a new ledger.
    */
-  once<T> (key: string, fn: () => T | PromiseLike<T>): Promise<Recorded<Awaited<T>>> {
+  once<T> (key: string, fn: OnceFunction<T>): Promise<Recorded<Awaited<T>>> {
     const target = this[kCallState].target
     if (target === undefined) {
       return Promise.reject(new Error('ctx.once() journals an effect in a call\'s ledger: it is only available in tools/call, ' +

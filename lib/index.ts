@@ -192,7 +192,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
 export const mocapiPlugin = fp(mocapi, { fastify: '5.x', name: 'mocapi' })
 export default mocapiPlugin
 
-export type { McpContext, ElicitOptions, Unavailable } from './context.js'
+export type { McpContext, ElicitOptions, Unavailable, Recorded, Journalable } from './context.js'
 export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './protocol/wire.js'
 export type { Completer, CompletionContext, CompletionSource } from './features/completions.js'
 export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, GetPromptResult } from './features/prompts.js'

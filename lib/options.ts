@@ -18,145 +18,145 @@ export type { CacheHint } from './check.js'
 /** Options of the mocapi plugin. Every field is optional. */
 export interface MocapiOptions {
   /** The MCP endpoint. Default `'/mcp'`. */
-  path?: string
+  path?: string | undefined
   /**
    * Name and version reported in `_meta["io.modelcontextprotocol/serverInfo"]` of every result.
    * Default `{ name: 'mocapi', version }`.
    */
-  serverInfo?: { name: string, version: string, title?: string }
+  serverInfo?: { name: string, version: string, title?: string | undefined } | undefined
   /** Free text for clients, returned by `server/discover`. */
-  instructions?: string
+  instructions?: string | undefined
   requestState?: {
     /**
      * 32-byte keys, base64, base64url or 64 hex digits. The first encrypts, all decrypt. When
      * absent, the `MOCAPI_REQUEST_STATE_KEYS` environment variable (comma-separated) is read; when
      * that is unset too, an ephemeral key is made and one warning is logged.
      */
-    keys?: string[]
+    keys?: string[] | undefined
     /** How long a requestState token stays valid, in ms. Default 300 000 (5 minutes). */
-    ttl?: number
+    ttl?: number | undefined
     /** Most input-required rounds one call may take before it is refused. Default 16. */
-    maxRounds?: number
+    maxRounds?: number | undefined
     /**
      * Longest token accepted, in characters; longer ones are refused before decryption. Default
      * 65 536, at most 1 MiB (1 048 576).
      */
-    maxTokenLength?: number
+    maxTokenLength?: number | undefined
     /**
      * The layout new tokens and 2025-era session ids are sealed in; both open either. Default 2,
      * which seals under a key derived per sealing epoch (a random salt per 2^24 tokens). Set 1 for the first step of
      * a rolling upgrade from a build before 2 existed, whose nodes open only 1 (docs/deploy.md#key-lifetime).
      */
-    tokenVersion?: 1 | 2
+    tokenVersion?: 1 | 2 | undefined
     /**
      * Each round's token is good for one retry, fleet-wide: the retry claims it through the `bus` before the handler
      * runs, and a second retry with the same token is refused (-32602). Default false. A client whose reply was lost
      * cannot retry that round: it starts the call over. Needs a bus with `claim` (both of mocapi's have it); a claim
      * that fails or takes over 2 s is answered 503.
      */
-    singleUse?: boolean
-  }
+    singleUse?: boolean | undefined
+  } | undefined
   /** What `ctx.once` may record. */
   once?: {
     /** UTF-8 bytes one recorded value's JSON may take. Default 4096. */
-    maxBytes?: number
-  }
+    maxBytes?: number | undefined
+  } | undefined
   /**
    * The caller's identity, bound into every requestState. Default: `request.user` when a string, else
    * `request.user.sub` (a string, or a number made a string). An authenticated request (`request.user` set) without
    * either may not take interactive rounds. A function that returns `null` or `undefined` makes the caller anonymous.
    */
-  principal?: (request: FastifyRequest) => string | null | undefined
+  principal?: ((request: FastifyRequest) => string | null | undefined) | undefined
   /**
    * The OAuth scopes a request's verified token grants, for tools, prompts and resources that declare `scopes`.
    * Default: `request.user.scope` (space-separated) or `request.user.scp` (an array, or space-separated).
    */
-  scopes?: (request: FastifyRequest) => readonly string[] | undefined
+  scopes?: ((request: FastifyRequest) => readonly string[] | undefined) | undefined
   /** Browser origins allowed to call the endpoint (exact `scheme://host[:port]`, or `'*'`). Default: localhost origins only. */
-  allowedOrigins?: string[]
+  allowedOrigins?: string[] | undefined
   /** Extra `Host` names accepted when the server listens on a loopback address (DNS rebinding protection). */
-  allowedHosts?: string[]
+  allowedHosts?: string[] | undefined
   /** Items per page of `tools/list` and the other lists. Default 100. */
-  pageSize?: number
+  pageSize?: number | undefined
   /** Largest request body, in bytes. Default 1 MiB. */
-  bodyLimit?: number
+  bodyLimit?: number | undefined
   /**
    * RFC 9728 protected-resource metadata, served at `/.well-known/oauth-protected-resource` (and its
    * path-suffixed form); 401 replies from the app's auth then carry `WWW-Authenticate` with `resource_metadata`.
    */
-  protectedResource?: ProtectedResourceOptions
+  protectedResource?: ProtectedResourceOptions | undefined
   /** Carries list-change and resource-update events between nodes. Default: in-process only. */
-  bus?: NotificationBus
+  bus?: NotificationBus | undefined
   /**
    * Caching hints of `server/discover` (default 1 hour, public), the lists (5 minutes, public) and
    * resource reads (1 minute, public).
    */
   cache?: {
-    discover?: CacheHint
-    lists?: CacheHint
-    resources?: CacheHint
-  }
+    discover?: CacheHint | undefined
+    lists?: CacheHint | undefined
+    resources?: CacheHint | undefined
+  } | undefined
   /** Bounds on what a client can make the server hold or work through. */
   limits?: {
     /** Longest resource URI read, registered or subscribed to, in characters. Default 8192. */
-    uriLength?: number
+    uriLength?: number | undefined
     /** Bytes an event stream may hold unsent (a client that does not read) before it is ended. Default 1 MiB. */
-    streamBufferBytes?: number
+    streamBufferBytes?: number | undefined
     /** Change streams (`subscriptions/listen`, 2025-era GET streams) open in this process. Default 512. */
-    streams?: number
+    streams?: number | undefined
     /** Change streams open for one caller: a principal, or a client address when anonymous. Default 16. */
-    streamsPerCaller?: number
+    streamsPerCaller?: number | undefined
     /** URIs one stream may subscribe to. Default 256. */
-    subscriptionUris?: number
+    subscriptionUris?: number | undefined
     /** Messages one POSTed batch may hold (2025-03-26 sessions, the one revision with batches). Default 32. */
-    batchSize?: number
+    batchSize?: number | undefined
     /**
      * 2025-era calls waiting in this process for their client's answer (elicitation, sampling, roots). Default 10 000.
      */
-    waitingCalls?: number
+    waitingCalls?: number | undefined
     /** 2025-era calls waiting for one caller's answers: a principal, or a client address when anonymous. Default 256 */
-    waitingCallsPerCaller?: number
+    waitingCallsPerCaller?: number | undefined
     /**
      * Tasks one caller holds until they expire: a principal, or a client address when anonymous (an IPv6 address by
      * its /64). Default 64.
      */
-    tasksPerCaller?: number
+    tasksPerCaller?: number | undefined
     /**
      * Characters of sealed task state one caller's tasks hold together (arguments, questions, answers, results); a
      * task that would pass it is refused 429, and one task holds at most this. Default 16 MiB.
      */
-    taskBytesPerCaller?: number
-  }
+    taskBytesPerCaller?: number | undefined
+  } | undefined
   /**
    * How long handlers still running when the server closes get to finish, in ms, before their
    * requests are ended. Default 10 000, at most 2 147 483 647 (about 24.8 days).
    */
-  shutdownGrace?: number
+  shutdownGrace?: number | undefined
   /**
    * Keeps held connections talking, so no proxy or load balancer cuts one for idleness: every event stream mocapi holds
    * sends an SSE comment whenever this many ms pass without a byte on it, and a request whose reply is not ready by
    * then, from a client that accepts `text/event-stream`, is answered on an event stream (comments while it waits,
    * its response last). Default 15 000; at least 100; `false` turns it off (docs/deploy.md#idle-limits).
    */
-  heartbeat?: number | false
+  heartbeat?: number | false | undefined
   /**
    * What clients are told when a handler throws something that is not an `McpError`: its message
    * (`'expose'`, the default), or a generic text (`'generic'`). The detail is logged either way.
    */
-  errors?: 'expose' | 'generic'
+  errors?: 'expose' | 'generic' | undefined
   /**
    * Clients of the 2025 revisions (2025-11-25, 2025-06-18, 2025-03-26), which open with
    * `initialize`: served on the same endpoint (`'serve'`, the default), or refused with HTTP 400
    * and -32022 naming the versions served (`'reject'`).
    */
-  legacy?: 'serve' | 'reject'
+  legacy?: 'serve' | 'reject' | undefined
   /**
    * OpenTelemetry for each call, by the MCP semantic conventions: a `SERVER` span (`tools/call <name>`, …) whose
    * parent is the trace context the client sent in `params._meta`, and the `mcp.server.operation.duration` histogram.
    * On when the app has `@opentelemetry/api` installed; it records once an OpenTelemetry SDK is registered before
    * mocapi, and costs nothing measurable until then. `false` turns it off. Default `true`.
    */
-  tracing?: boolean
+  tracing?: boolean | undefined
   /** Tasks (the `io.modelcontextprotocol/tasks` extension), for tools that declare `task`. */
   tasks?: {
     /**
@@ -164,13 +164,13 @@ export interface MocapiOptions {
      * `TaskStore`. Default: in this process's memory, which serves one node and loses its tasks on restart (a
      * warning at startup says so once a task-capable tool is registered). mocapi closes it when the server closes.
      */
-    store?: TaskStore
+    store?: TaskStore | undefined
     /**
      * How long a running pass holds its task, in ms, renewed every third of it: once it lapses, the node running
      * it is taken for gone. Default 30 000, at most 2 147 483 647.
      */
-    lease?: number
-  }
+    lease?: number | undefined
+  } | undefined
   /** Elicitation as the operator allows it. */
   elicitation?: {
     /**
@@ -179,21 +179,21 @@ export interface MocapiOptions {
      * Their `ctx.elicit()` then fails with -32021, or resolves `{ action: 'unavailable' }` with
      * `{ unavailable: 'return' }`; the log says so once per client. Default: off.
      */
-    disable?: boolean | ((client: Implementation | undefined) => boolean)
-  }
+    disable?: boolean | ((client: Implementation | undefined) => boolean) | undefined
+  } | undefined
   /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
   session?: {
     /**
      * How long a session id stays valid, in ms; the client then starts a new session. Default
      * 86 400 000 (a day), at most 2 147 483 647 (about 24.8 days).
      */
-    ttl?: number
+    ttl?: number | undefined
     /**
      * How long a 2025-era call waits for the client's answer to an elicitation, sampling or roots
      * request, in ms. Default 300 000, at most 2 147 483 647 (about 24.8 days).
      */
-    answerTimeout?: number
-  }
+    answerTimeout?: number | undefined
+  } | undefined
 }
 
 interface ResolvedOptions {

@@ -6,8 +6,9 @@
  *
  *   node scripts/check-docs.mjs [--no-run] [--timeout=<ms>] [file.md ...]
  *
- * Each block is its own program, as a file of a user's app would be: under `strict`, `nodenext`,
- * in a scratch folder inside this package (.docs-check/), so `mocapi`, `mocapi/testing` and
+ * Each block is its own program, as a file of a user's app would be: under `strict` and
+ * `exactOptionalPropertyTypes` (the strictest app a reader may copy it into), `nodenext`, in a
+ * scratch folder inside this package (.docs-check/), so `mocapi`, `mocapi/testing` and
  * `mocapi/redis` resolve through the package's own `exports` to dist/, as they do for users.
  */
 import { spawn } from 'node:child_process'
@@ -182,6 +183,7 @@ export function generate (block) {
 
 const COMPILER_OPTIONS = {
   strict: true,
+  exactOptionalPropertyTypes: true,
   module: ts.ModuleKind.NodeNext,
   moduleResolution: ts.ModuleResolutionKind.NodeNext,
   target: ts.ScriptTarget.ES2022,

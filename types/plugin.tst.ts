@@ -3,6 +3,7 @@ import { expect, test } from 'tstyche'
 import mocapi, {
   mocapiPlugin, requestedSchema, type McpContext, InvalidRequestStateError, ExpiredRequestStateError,
   ElicitationLedgerMismatchError, McpError, type MocapiOptions, type McpRegistry, type ElicitAnswer, type Unavailable,
+  type Recorded, type JsonValue, type CallToolResult,
 } from '../lib/index.js'
 
 test('the default export is the named plugin', () => {
@@ -79,6 +80,67 @@ test('ctx.once resolves what its function returns, as JSON reads it back', async
     expect(ctx.once).type.not.toBeCallableWith(42, () => 1)
     return 'ok'
   })
+})
+
+interface Quote {
+  price: number
+  currency: 'EUR' | 'USD'
+  note?: string
+  legs: Array<{ from: string, to: string, stops: [string, number] }>
+  seats: readonly string[]
+  held: null
+}
+
+interface Tree { name: string, children: Tree[] }
+interface DatedTree { name: string, children: DatedTree[], at: Date }
+
+class Fare {
+  constructor (readonly price: number) {}
+  total (): number { return this.price }
+}
+
+test('ctx.once takes JSON: objects, interfaces, arrays, tuples, null and optional properties', () => {
+  const app = Fastify()
+  app.mcp.tool({ name: 'book' }, async (_args, ctx) => {
+    const quote: Quote = { price: 1, currency: 'EUR', legs: [], seats: [], held: null }
+    expect(await ctx.once('quote', async () => quote)).type.toBe<Quote>()
+    expect(await ctx.once('literal', () => ({ a: { b: [{ c: true }] }, d: 'x' as string | undefined }))).type.toBe<{ a: { b: Array<{ c: boolean }> }, d: string | undefined }>()
+    expect(await ctx.once('tuple', (): [string, number, null] => ['a', 1, null])).type.toBe<[string, number, null]>()
+    expect(await ctx.once('list', () => [1, 2, 3])).type.toBe<number[]>()
+    expect(await ctx.once('null', () => null)).type.toBe<null>()
+    expect(await ctx.once('record', (): Record<string, number> => ({}))).type.toBe<Record<string, number>>()
+    expect(await ctx.once('parsed', (): unknown => JSON.parse('{}'))).type.toBe<unknown>()
+    expect(await ctx.once('anything', (): any => 1)).type.toBe<any>()
+    expect(await ctx.once('json', (): JsonValue => null)).type.toBe<JsonValue>()
+    expect(await ctx.once('tree', (): Tree => ({ name: 'root', children: [] }))).type.toBe<Tree>()
+    expect(await ctx.once('result', (): CallToolResult => ({ content: [] }))).type.toBe<CallToolResult>()
+    return 'ok'
+  })
+})
+
+test('ctx.once refuses, at compile time, what it would refuse at run time', () => {
+  const app = Fastify()
+  app.mcp.tool({ name: 'book' }, async (_args, ctx) => {
+    expect(ctx.once).type.not.toBeCallableWith('date', () => new Date())
+    expect(ctx.once).type.not.toBeCallableWith('date', async () => new Date())
+    expect(ctx.once).type.not.toBeCallableWith('map', () => new Map<string, number>())
+    expect(ctx.once).type.not.toBeCallableWith('set', () => new Set<string>())
+    expect(ctx.once).type.not.toBeCallableWith('function', () => () => 1)
+    expect(ctx.once).type.not.toBeCallableWith('bigint', () => 1n)
+    expect(ctx.once).type.not.toBeCallableWith('symbol', () => Symbol('x'))
+    expect(ctx.once).type.not.toBeCallableWith('class', () => new Fare(1))
+    expect(ctx.once).type.not.toBeCallableWith('nested', () => ({ legs: [{ at: new Date() }] }))
+    expect(ctx.once).type.not.toBeCallableWith('maybe', (): string | Date => 'x')
+    expect(ctx.once).type.not.toBeCallableWith('hole', () => [1, undefined])
+    expect(ctx.once).type.not.toBeCallableWith('tree', (): DatedTree => ({ name: 'root', children: [], at: new Date() }))
+    return 'ok'
+  })
+})
+
+test('Recorded is what ctx.once resolves', () => {
+  expect<Recorded<undefined>>().type.toBe<null>()
+  expect<Recorded<string | undefined>>().type.toBe<string | null>()
+  expect<Recorded<{ a: number }>>().type.toBe<{ a: number }>()
 })
 
 test('options of ctx.once and single-use rounds are typed', () => {

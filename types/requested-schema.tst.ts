@@ -22,6 +22,11 @@ test('optional fields become optional properties', () => {
   expect(contentOf(either)).type.toBe<{ ok?: boolean }>()
 })
 
+test('optional: undefined leaves the field required, as the schema it renders says', () => {
+  const schema = requestedSchema().string('name', { optional: undefined })
+  expect(contentOf(schema)).type.toBe<{ name: string }>()
+})
+
 test('number and integer infer number', () => {
   const schema = requestedSchema().number('weight', { minimum: 0 }).integer('seats', { default: 1 })
   expect(contentOf(schema)).type.toBe<{ weight: number, seats: number }>()

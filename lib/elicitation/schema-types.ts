@@ -97,40 +97,40 @@ export interface RequestedSchema {
 
 /** Options every field accepts. */
 export interface FieldOptions {
-  title?: string
-  description?: string
+  title?: string | undefined
+  description?: string | undefined
 }
 
 /** Options of `.string()`. */
 export interface StringOptions extends FieldOptions {
-  minLength?: number
-  maxLength?: number
-  format?: StringFormat
-  default?: string
+  minLength?: number | undefined
+  maxLength?: number | undefined
+  format?: StringFormat | undefined
+  default?: string | undefined
 }
 
 /** Options of `.number()` and `.integer()`. */
 export interface NumberOptions extends FieldOptions {
-  minimum?: number
-  maximum?: number
-  default?: number
+  minimum?: number | undefined
+  maximum?: number | undefined
+  default?: number | undefined
 }
 
 /** Options of `.boolean()`. */
 export interface BooleanOptions extends FieldOptions {
-  default?: boolean
+  default?: boolean | undefined
 }
 
 /** Options of `.choose()`. */
 export interface ChooseOptions<V extends string = string> extends FieldOptions {
-  default?: V
+  default?: V | undefined
 }
 
 /** Options of `.chooseMany()`. */
 export interface ChooseManyOptions<V extends string = string> extends FieldOptions {
-  minItems?: number
-  maxItems?: number
-  default?: readonly V[]
+  minItems?: number | undefined
+  maxItems?: number | undefined
+  default?: readonly V[] | undefined
 }
 
 /** A labelled choice given to `.choose()` or `.chooseMany()`. */
@@ -148,14 +148,14 @@ export type ChoiceValue<C extends Choices> = C[number] extends infer E
   : never
 
 /** `optional: true` makes the field optional in the answer and leaves it out of `required`. */
-export interface Optionality<O extends boolean> {
-  optional?: O
+export interface Optionality<O extends boolean | undefined> {
+  optional?: O | undefined
 }
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {}
 
-type With<T, N extends string, V, O extends boolean> = Simplify<
-  T & ([O] extends [false] ? { [K in N]: V } : { [K in N]?: V })
+type With<T, N extends string, V, O extends boolean | undefined> = Simplify<
+  T & ([O] extends [false | undefined] ? { [K in N]: V } : { [K in N]?: V })
 >
 
 declare const content: unique symbol
@@ -172,33 +172,33 @@ export interface RequestedSchemaBuilder<T extends object = {}> {
   /** Renders the schema (same object as `schema`). */
   toJSON (): RequestedSchema
   /** Adds a free text field. */
-  string<const N extends string, const O extends boolean = false> (
+  string<const N extends string, const O extends boolean | undefined = false> (
     name: N,
     opts?: StringOptions & Optionality<O>
   ): RequestedSchemaBuilder<With<T, N, string, O>>
   /** Adds a number field. */
-  number<const N extends string, const O extends boolean = false> (
+  number<const N extends string, const O extends boolean | undefined = false> (
     name: N,
     opts?: NumberOptions & Optionality<O>
   ): RequestedSchemaBuilder<With<T, N, number, O>>
   /** Adds an integer field. */
-  integer<const N extends string, const O extends boolean = false> (
+  integer<const N extends string, const O extends boolean | undefined = false> (
     name: N,
     opts?: NumberOptions & Optionality<O>
   ): RequestedSchemaBuilder<With<T, N, number, O>>
   /** Adds a yes/no field. */
-  boolean<const N extends string, const O extends boolean = false> (
+  boolean<const N extends string, const O extends boolean | undefined = false> (
     name: N,
     opts?: BooleanOptions & Optionality<O>
   ): RequestedSchemaBuilder<With<T, N, boolean, O>>
   /** Adds a single select. */
-  choose<const N extends string, const C extends Choices, const O extends boolean = false> (
+  choose<const N extends string, const C extends Choices, const O extends boolean | undefined = false> (
     name: N,
     choices: C,
     opts?: ChooseOptions<ChoiceValue<C>> & Optionality<O>
   ): RequestedSchemaBuilder<With<T, N, ChoiceValue<C>, O>>
   /** Adds a multi select. */
-  chooseMany<const N extends string, const C extends Choices, const O extends boolean = false> (
+  chooseMany<const N extends string, const C extends Choices, const O extends boolean | undefined = false> (
     name: N,
     choices: C,
     opts?: ChooseManyOptions<ChoiceValue<C>> & Optionality<O>

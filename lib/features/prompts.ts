@@ -11,26 +11,26 @@ import { scopeList, type Scopes } from './scopes.js'
 /** One argument of a prompt, as `prompts/list` shows it, plus how to complete it. */
 export interface PromptArgument {
   name: string
-  title?: string
-  description?: string
-  required?: boolean
+  title?: string | undefined
+  description?: string | undefined
+  required?: boolean | undefined
   /** Values for `completion/complete`: a completer, or a list completed by prefix. Not listed. */
-  complete?: CompletionSource
+  complete?: CompletionSource | undefined
 }
 
 /** A prompt's definition. */
 export interface PromptDefinition {
   /** Unique among the server's prompts. */
   name: string
-  title?: string
-  description?: string
-  arguments?: PromptArgument[]
-  icons?: JsonObject[]
-  _meta?: JsonObject
+  title?: string | undefined
+  description?: string | undefined
+  arguments?: PromptArgument[] | undefined
+  icons?: JsonObject[] | undefined
+  _meta?: JsonObject | undefined
   /** Whether the caller may see and get it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
-  canAccess?: AccessCheck
+  canAccess?: AccessCheck | undefined
   /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
-  scopes?: string[]
+  scopes?: string[] | undefined
 }
 
 /** One message of a prompt. */

@@ -13,39 +13,39 @@ import { UriTemplate } from './uri-template.js'
 export interface ResourceDefinition {
   uri: string
   name: string
-  title?: string
-  description?: string
-  mimeType?: string
-  size?: number
-  annotations?: JsonObject
-  icons?: JsonObject[]
-  _meta?: JsonObject
+  title?: string | undefined
+  description?: string | undefined
+  mimeType?: string | undefined
+  size?: number | undefined
+  annotations?: JsonObject | undefined
+  icons?: JsonObject[] | undefined
+  _meta?: JsonObject | undefined
   /** Caching hints of its `resources/read` result; default the `cache.resources` option. Not listed. */
-  cache?: CacheHint
+  cache?: CacheHint | undefined
   /** Whether the caller may see and read it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
-  canAccess?: AccessCheck
+  canAccess?: AccessCheck | undefined
   /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
-  scopes?: string[]
+  scopes?: string[] | undefined
 }
 
 /** A resource template's definition (RFC 6570 level 1: `{name}` expressions only). */
 export interface ResourceTemplateDefinition {
   uriTemplate: string
   name: string
-  title?: string
-  description?: string
-  mimeType?: string
-  annotations?: JsonObject
-  icons?: JsonObject[]
-  _meta?: JsonObject
+  title?: string | undefined
+  description?: string | undefined
+  mimeType?: string | undefined
+  annotations?: JsonObject | undefined
+  icons?: JsonObject[] | undefined
+  _meta?: JsonObject | undefined
   /** Values for `completion/complete`, per template variable. Not listed. */
-  complete?: Record<string, CompletionSource>
+  complete?: Record<string, CompletionSource> | undefined
   /** Caching hints of its `resources/read` results. Not listed. */
-  cache?: CacheHint
+  cache?: CacheHint | undefined
   /** Whether the caller may see and read through the template; in time, as {@link AccessCheck} says. Not listed. */
-  canAccess?: AccessCheck
+  canAccess?: AccessCheck | undefined
   /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
-  scopes?: string[]
+  scopes?: string[] | undefined
 }
 
 /** One item of `contents`: text or base64 `blob`. */

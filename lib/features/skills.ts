@@ -11,13 +11,13 @@ import { SKILL_FILE, SKILL_NAME, folderOf, readSkills, type SkillFile, type Skil
 /** Options of `app.mcp.skills`. */
 export interface SkillsOptions {
   /** A first path segment for every skill's URI (`skill://<prefix>/<name>/SKILL.md`), such as the publisher's name. */
-  prefix?: string
+  prefix?: string | undefined
   /** OAuth scopes a caller's token must grant to read these skills (403 with a challenge otherwise); still listed. */
-  scopes?: string[]
+  scopes?: string[] | undefined
   /** Whether the caller may see and read these skills; hidden, they answer as absent ones. */
-  canAccess?: AccessCheck
+  canAccess?: AccessCheck | undefined
   /** Caching hints of `skills/get` and of reads of the files; default the `cache.resources` option. */
-  cache?: CacheHint
+  cache?: CacheHint | undefined
 }
 
 /** A skill as `skills/list` and `skills/get` show it: its SKILL.md's URI, frontmatter, each file's digest and size. */

@@ -12,21 +12,21 @@ export interface ToolTaskOptions {
    */
   support: 'optional' | 'required'
   /** How long the task is kept from its creation, in ms (its `ttlMs`). Default 3 600 000 (1 hour), at most 30 days. */
-  ttl?: number
+  ttl?: number | undefined
   /** The polling interval suggested to clients, in ms (its `pollIntervalMs`). Default 2 000. */
-  pollInterval?: number
+  pollInterval?: number | undefined
   /**
    * When the node running a pass stops before it ends: run the pass again from the top on the next node that reads
    * the task (true), or fail the task saying so (false, the default). Set it for handlers that are idempotent.
    */
-  rerun?: boolean
+  rerun?: boolean | undefined
   /**
    * Whether the handler calls `ctx.detach()` (default false). One that does runs its first pass as a call, whose
    * questions before it are rounds of the call, and becomes a task at `detach()` or at its first turn neither asking
    * nor done, whichever comes first; one that does not becomes a task before it runs, and a `ctx.detach()` in it
    * fails at once.
    */
-  detach?: boolean
+  detach?: boolean | undefined
 }
 
 export interface ToolTask {

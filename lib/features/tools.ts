@@ -23,15 +23,15 @@ import type { ToolUi, Views } from './views.js'
  */
 export interface ToolAnnotations {
   /** A human-readable title. */
-  title?: string
+  title?: string | undefined
   /** The tool does not change its environment. Default false. */
-  readOnlyHint?: boolean
+  readOnlyHint?: boolean | undefined
   /** It may destroy or overwrite (meaningful when not read-only). Default true. */
-  destructiveHint?: boolean
+  destructiveHint?: boolean | undefined
   /** Calling it again with the same arguments changes nothing more (meaningful when not read-only). Default false. */
-  idempotentHint?: boolean
+  idempotentHint?: boolean | undefined
   /** It reaches an open world (the web, other services), not a closed one. Default true. */
-  openWorldHint?: boolean
+  openWorldHint?: boolean | undefined
   [key: string]: unknown
 }
 
@@ -43,27 +43,27 @@ export interface ToolAnnotations {
 export interface ToolDefinition {
   /** 1–128 characters, unique in the server; `[A-Za-z0-9_.-]` is recommended. */
   name: string
-  title?: string
-  description?: string
+  title?: string | undefined
+  description?: string | undefined
   /** JSON Schema (2020-12) of the arguments, `type: 'object'` at the root. Default: no arguments. */
-  inputSchema?: object
+  inputSchema?: object | undefined
   /** JSON Schema of `structuredContent`; when set, results must carry conforming structured content. */
-  outputSchema?: object
+  outputSchema?: object | undefined
   /** Hints about what the tool does, for hosts and connector directories: see {@link ToolAnnotations}. */
-  annotations?: ToolAnnotations
-  icons?: JsonObject[]
-  _meta?: JsonObject
+  annotations?: ToolAnnotations | undefined
+  icons?: JsonObject[] | undefined
+  _meta?: JsonObject | undefined
   /** Whether the caller may see and call it; hidden, it answers as an absent one ({@link AccessCheck}). Not listed. */
-  canAccess?: AccessCheck
+  canAccess?: AccessCheck | undefined
   /** Makes the tool task-capable (the tasks extension): see {@link ToolTaskOptions}. Not listed. */
-  task?: ToolTaskOptions
+  task?: ToolTaskOptions | undefined
   /** OAuth scopes the caller's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
-  scopes?: string[]
+  scopes?: string[] | undefined
   /**
    * Its view (the MCP Apps extension): a host that shows views renders the tool's results with the view registered
    * at `resourceUri`; `visibility: ['app']` keeps it for views. Listed as `_meta.ui`. See {@link ToolUi}.
    */
-  ui?: ToolUi
+  ui?: ToolUi | undefined
 }
 
 /** A result whose `structuredContent` is the tool's structured output. */

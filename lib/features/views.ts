@@ -9,21 +9,21 @@ import type { ResourceDefinition, ResourceHandler, Resources } from './resources
 /** Origins a view may reach, each for a CSP directive the host builds. Left out: none (the host's strict default). */
 export interface ViewCsp {
   /** fetch, XHR and WebSocket (`connect-src`). */
-  connectDomains?: string[]
+  connectDomains?: string[] | undefined
   /** Scripts, styles, images, fonts and media (`script-src`, `style-src`, `img-src`, `font-src`, `media-src`). */
-  resourceDomains?: string[]
+  resourceDomains?: string[] | undefined
   /** Nested iframes (`frame-src`); without it, none. */
-  frameDomains?: string[]
+  frameDomains?: string[] | undefined
   /** `<base href>` (`base-uri`); without it, the view's own origin. */
-  baseUriDomains?: string[]
+  baseUriDomains?: string[] | undefined
 }
 
 /** Browser features a view asks the host for; the host may refuse, so a view detects them before use. */
 export interface ViewPermissions {
-  camera?: Record<string, never>
-  microphone?: Record<string, never>
-  geolocation?: Record<string, never>
-  clipboardWrite?: Record<string, never>
+  camera?: Record<string, never> | undefined
+  microphone?: Record<string, never> | undefined
+  geolocation?: Record<string, never> | undefined
+  clipboardWrite?: Record<string, never> | undefined
 }
 
 /** The HTML of a view: a document, or a function of the request that returns one (it re-runs on every read). */
@@ -37,16 +37,16 @@ export interface ViewDefinition extends Omit<ResourceDefinition, 'mimeType' | 's
   /** `ui://…`. */
   uri: string
   /** The HTML document, or a function of the request returning it (whose reads are `private` unless `cache` says). */
-  html?: ViewHtml
+  html?: ViewHtml | undefined
   /** A path or file URL of the HTML document, read once, at registration. */
-  file?: string | URL
+  file?: string | URL | undefined
   /** The origins the view may reach; none by default. */
-  csp?: ViewCsp
-  permissions?: ViewPermissions
+  csp?: ViewCsp | undefined
+  permissions?: ViewPermissions | undefined
   /** A dedicated sandbox origin, in the form the host documents (such as `<hash>.claudemcpcontent.com`). */
-  domain?: string
+  domain?: string | undefined
   /** Whether the host should draw a border and background around the view; left out, the host decides. */
-  prefersBorder?: boolean
+  prefersBorder?: boolean | undefined
 }
 
 /** Who may call a tool: `model` (the agent) and `app` (a view of this server). */
@@ -55,9 +55,9 @@ export type ToolVisibility = 'model' | 'app'
 /** A tool's link to its view, listed as `_meta.ui`. */
 export interface ToolUi {
   /** The `ui://` URI of a view registered with `app.mcp.uiResource`, which renders the tool's results. */
-  resourceUri?: string
+  resourceUri?: string | undefined
   /** Default both. `['app']`: only views call it, and it is left out of the list a host gives the model. */
-  visibility?: ToolVisibility[]
+  visibility?: ToolVisibility[] | undefined
 }
 
 const VIEW_FIELDS = new Set(['uri', 'name', 'title', 'description', 'annotations', 'icons', '_meta', 'cache',
@@ -97,6 +97,7 @@ function viewMeta (definition: ViewDefinition, where: string): JsonObject {
     knownFields(permissions, PERMISSIONS, `${where} permissions`, InvalidDefinitionError)
     const checked: JsonObject = {}
     for (const [name, value] of Object.entries(permissions)) {
+      if (value === undefined) continue
       if (!isPlainObject(value) || Object.keys(value).length > 0) fail(`${where} permissions.${name}`, '{}', value, InvalidDefinitionError)
       checked[name] = {}
     }

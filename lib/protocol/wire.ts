@@ -91,14 +91,14 @@ export interface CreateMessageParams {
   messages: SamplingMessage[]
   /** An integer. */
   maxTokens: number
-  systemPrompt?: string
-  modelPreferences?: JsonObject
-  includeContext?: 'none' | 'thisServer' | 'allServers'
-  temperature?: number
-  stopSequences?: string[]
-  metadata?: JsonObject
-  tools?: JsonObject[]
-  toolChoice?: JsonObject
+  systemPrompt?: string | undefined
+  modelPreferences?: JsonObject | undefined
+  includeContext?: 'none' | 'thisServer' | 'allServers' | undefined
+  temperature?: number | undefined
+  stopSequences?: string[] | undefined
+  metadata?: JsonObject | undefined
+  tools?: JsonObject[] | undefined
+  toolChoice?: JsonObject | undefined
   [key: string]: unknown
 }
 

@@ -21,18 +21,18 @@ export interface RedisConnection {
 /** Options of {@link RedisBus}. */
 export interface RedisBusOptions {
   /** `redis[s]://…` URL of the server; node-redis's default (localhost:6379) when neither this nor `client` is given. */
-  url?: string
+  url?: string | undefined
   /** The pub/sub channel shared by every node of the deployment. Default `'mocapi:changes'`. */
-  channel?: string
+  channel?: string | undefined
   /** A redis client whose settings the bus copies into two connections of its own (`duplicate()`); never closed. */
-  client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisConnection }
+  client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisConnection } | undefined
   /**
    * Told of connection errors (node-redis keeps reconnecting, each attempt an error) and of listeners' errors.
    * Default: ignored, so an outage never crashes the process; mocapi logs the outage (see `watch`) and lost events.
    */
-  onError?: (error: unknown) => void
+  onError?: ((error: unknown) => void) | undefined
   /** Events that may wait for a down Redis; past it, publish rejects and `dropped` counts the event. Default 1000. */
-  maxPending?: number
+  maxPending?: number | undefined
 }
 
 /**

@@ -9,20 +9,20 @@ export type RedisTaskConnection = RedisCommandConnection
 /** Options of {@link RedisTaskStore}. */
 export interface RedisTaskStoreOptions {
   /** `redis[s]://…` URL of the server; node-redis's default (localhost:6379) when neither this nor `client` is given. */
-  url?: string
+  url?: string | undefined
   /** A redis client whose settings the store copies into a connection of its own (`duplicate()`); never closed. */
-  client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisTaskConnection }
+  client?: { duplicate (overrides?: { disableOfflineQueue?: boolean }): RedisTaskConnection } | undefined
   /** What every key of the store starts with. Default `'mocapi:task:'`. */
-  prefix?: string
+  prefix?: string | undefined
   /** Told of connection errors (node-redis keeps reconnecting, each attempt an error). Default: ignored. */
-  onError?: (error: unknown) => void
+  onError?: ((error: unknown) => void) | undefined
   /** The most tasks the store holds, over every node; a create past it is refused. Default 100 000. */
-  maxTasks?: number
+  maxTasks?: number | undefined
   /**
    * The most characters of sealed task state the store holds, over every node; a create or growing update past it is
    * refused. Default 1 GiB. Redis needs `maxmemory` above about 1.3 times this (docs/deploy.md#task-store-memory).
    */
-  maxBytes?: number
+  maxBytes?: number | undefined
 }
 
 // A task is a hash: `v` its version (what update compares), `d` the stored task as JSON, `s` its sealed state's length.

@@ -65,11 +65,11 @@ export interface TaskStore {
 /** Options of {@link MemoryTaskStore}. */
 export interface MemoryTaskStoreOptions {
   /** The most tasks held at once; a create past it is refused. Default 10 000. */
-  maxTasks?: number
+  maxTasks?: number | undefined
   /** The most characters of sealed state held at once; a create or a growing update past it is refused. 256 MiB. */
-  maxBytes?: number
+  maxBytes?: number | undefined
   /** Clock in epoch milliseconds; `Date.now` by default. */
-  now?: () => number
+  now?: (() => number) | undefined
 }
 
 interface Owned {

@@ -18,9 +18,9 @@ export interface TestClientOptions<V extends string = string> {
    * Declared on every request (at `initialize`, in a 2025 revision). Default: every kind of input
    * (elicitation form and url, sampling, roots).
    */
-  capabilities?: ClientCapabilities
+  capabilities?: ClientCapabilities | undefined
   /** Default `{ name: 'mocapi-test-client', version: '1.0.0' }`. */
-  clientInfo?: Implementation
+  clientInfo?: Implementation | undefined
   /**
    * The revision the client speaks. Default `2026-07-28`: stateless, each request carrying it in `_meta` and the
    * `MCP-Protocol-Version` header. A 2025 revision (`2025-11-25`, `2025-06-18`, `2025-03-26`) makes a client of that
@@ -32,43 +32,43 @@ export interface TestClientOptions<V extends string = string> {
    * handler's `{ key }` does not reach a 2025-era client, so answer those by function, queue or `byKind`. Any other
    * version is sent as a 2026-07-28 request that names it (to test how the server refuses it).
    */
-  protocolVersion?: V
+  protocolVersion?: V | undefined
   /**
    * Extra HTTP headers on every request. They win over the client's own (`content-type`, `accept`, the `mcp-*`
    * headers, `authorization` from `token`), whatever their case, and `host` is sent as given, to an app and to a URL.
    */
-  headers?: Record<string, string>
+  headers?: Record<string, string> | undefined
   /** Sent as `Authorization: Bearer <token>`. */
-  token?: string
+  token?: string | undefined
   /** The endpoint's path, for Fastify apps. Default `/mcp`. */
-  path?: string
+  path?: string | undefined
   /** How many rounds of input one call may take before it fails. Default 10. */
-  maxRounds?: number
+  maxRounds?: number | undefined
   /** Called with each notification of a streamed reply, as it arrives. */
-  onNotification?: (notification: Notification) => void
+  onNotification?: ((notification: Notification) => void) | undefined
   /**
    * Called on each `input_required` result, before its requests are answered; `round` counts from 1.
    * In a 2025 revision, on each round of requests the server sends, before they are answered.
    */
-  onRound?: (round: number, inputRequests: Record<string, InputRequest>) => void
+  onRound?: ((round: number, inputRequests: Record<string, InputRequest>) => void) | undefined
   /**
    * Declare the tasks extension (`io.modelcontextprotocol/tasks`) besides `capabilities`. Either way, a call that
    * becomes a task is followed to its end: `tasks/get` every `pollIntervalMs` of the task, its questions answered
    * with the call's `answers` through `tasks/update` (each a round), its result the call's.
    */
-  tasks?: boolean
+  tasks?: boolean | undefined
   /** ms between two `tasks/get` of a task the client follows. Default: the task's `pollIntervalMs`. */
-  taskPollInterval?: number
+  taskPollInterval?: number | undefined
   /** How long a call follows its task before it fails, in ms. Default 60 000. */
-  taskTimeout?: number
+  taskTimeout?: number | undefined
   /** Called with the task as each `tasks/get` shows it (`status`, `statusMessage`, …). */
-  onTask?: (task: JsonObject) => void
+  onTask?: ((task: JsonObject) => void) | undefined
 }
 
 /** Per-call `_meta` fields (say `progressToken`) and HTTP headers, which win over the client's `headers`. */
 export interface CallOptions {
-  meta?: JsonObject
-  headers?: Record<string, string>
+  meta?: JsonObject | undefined
+  headers?: Record<string, string> | undefined
 }
 
 /** A JSON-RPC notification the server streamed during a request (progress, log messages). */

@@ -6,14 +6,14 @@ import { hostnameOf, isKnownHost } from './hosts.js'
 /** RFC 9728 protected-resource metadata, in mocapi's option casing. */
 export interface ProtectedResourceOptions {
   /** The resource identifier: the MCP endpoint's public URL. Default: derived from each request. */
-  resource?: string
+  resource?: string | undefined
   /** Issuer URLs of the authorization servers that issue tokens for this resource. */
   authorizationServers: string[]
-  scopesSupported?: string[]
+  scopesSupported?: string[] | undefined
   /** Default `['header']`. */
-  bearerMethodsSupported?: string[]
-  resourceName?: string
-  resourceDocumentation?: string
+  bearerMethodsSupported?: string[] | undefined
+  resourceName?: string | undefined
+  resourceDocumentation?: string | undefined
 }
 
 const WELL_KNOWN = '/.well-known/oauth-protected-resource'

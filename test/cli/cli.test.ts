@@ -94,6 +94,10 @@ async function server (t: Test): Promise<string> {
       await new Promise((resolve) => setTimeout(resolve, 5))
       throw new McpError(-32603, 'the export broke')
     })
+    app.mcp.tool({ name: 'upgrade' }, async (_args, ctx) => {
+      const answer = await ctx.elicit('Upgrade?', requestedSchema().boolean('ok', { default: true }).integer('bags', { optional: true }))
+      return answer.action === 'accept' ? `upgrade ${answer.content.ok}, ${answer.content.bags ?? 0} bags` : answer.action
+    })
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
@@ -199,12 +203,26 @@ t.test('a tool that runs as a task: followed to its end, its status on stderr, i
 
 t.test('--json prints the final result as one JSON line, nothing else on stdout', async (t) => {
   const url = await server(t)
-  const { code, stdout, stderr } = await run(['call', url, 'book', '--args-json', '{"to":"Oslo"}', '--json', '--yes'], ['n'])
+  const { code, stdout, stderr } = await run(['call', url, 'book', '--args-json', '{"to":"Oslo"}', '--json'], ['n', ''])
   t.equal(code, 0)
   const lines = stdout.split('\n')
   t.equal(lines.length, 2)
   t.match(JSON.parse(lines[0]), { resultType: 'complete', content: [{ type: 'text', text: 'Nothing booked (accept)' }] })
   t.match(stderr, /round 1: 1 question/)
+})
+
+t.test('--yes asks nothing: defaults are taken, and a required field without one stops the call with an error naming it', async (t) => {
+  const url = await server(t)
+  for (const version of ['2026-07-28', '2025-11-25']) {
+    const taken = await run(['call', url, 'upgrade', '--yes', '--protocol-version', version])
+    t.same(taken, { code: 0, stdout: 'upgrade true, 0 bags\n', stderr: 'round 1: 1 question\nUpgrade?\n' }, `${version}: every field has a default or is optional`)
+    const stopped = await run(['call', url, 'book', '--arg', 'to=Oslo', '--yes', '--protocol-version', version], ['y', ''])
+    t.equal(stopped.code, 1, `${version}: exits 1`)
+    t.equal(stopped.stdout, '', `${version}: no result`)
+    t.equal(stopped.stderr, 'progress 1/2 checking\nround 1: 1 question\nBook a flight to Oslo?\n' +
+      'mocapi: --yes takes only defaults, and the form\'s field "confirm" is required with none: run without --yes to answer it\n',
+    `${version}: the field is named, and nothing was asked`)
+  }
 })
 
 t.test('declining, cancelling, and stdin running out', async (t) => {

@@ -171,10 +171,24 @@ t.test('escape words and the end of input', async (t) => {
   t.same(await askForm(scripted(['y']), { message: 'm', schema: booking.schema }), { action: 'cancel' })
 })
 
-t.test('--yes takes defaults and skips optional fields, asking only what it must', async (t) => {
+t.test('--yes takes defaults and skips optional fields without asking anything', async (t) => {
   const io = scripted(['n'])
-  t.same(await askForm(io, { message: 'Book it?', schema: booking.schema }, { yes: true }), { action: 'accept', content: { confirm: false, cabin: 'economy' } })
-  t.same(io.transcript, ['Book it?', '  (!decline to decline, !cancel to cancel)', '  Confirm (y/n): n'])
+  const defaults = requestedSchema()
+    .boolean('confirm', { title: 'Confirm', default: false })
+    .choose('cabin', ['economy', 'business'], { default: 'economy' })
+    .integer('bags', { minimum: 0, maximum: 3, optional: true })
+  t.same(await askForm(io, { message: 'Book it?', schema: defaults.schema }, { yes: true }), { action: 'accept', content: { confirm: false, cabin: 'economy' } })
+  t.same(io.transcript, ['Book it?'])
+})
+
+t.test('--yes fails a form with a required field that has no default, naming it, and asks nothing', async (t) => {
+  const io = scripted(['y'])
+  await t.rejects(askForm(io, { message: 'Book it?', schema: booking.schema }, { yes: true }),
+    { message: '--yes takes only defaults, and the form\'s field "confirm" is required with none: run without --yes to answer it' })
+  t.same(io.transcript, ['Book it?'], 'no prompt')
+  const two = requestedSchema().string('name').choose('seat', ['window', 'aisle']).boolean('ok', { default: true })
+  await t.rejects(askForm(scripted([]), { message: 'Who?', schema: two.schema }, { yes: true }),
+    { message: '--yes takes only defaults, and the form\'s fields "name", "seat" are required with none: run without --yes to answer them' })
 })
 
 t.test('a link: opened, declined, cancelled, re-asked', async (t) => {

@@ -135,7 +135,7 @@ t.test('a form, a link and a result from a hostile tool reach the terminal defus
 
 t.test('--json keeps every value, with the controls written as JSON escapes', async (t) => {
   const url = await mocapiServer(t)
-  const { code, stdout, stderr } = await run(['call', url, 'pay\u202etxt.exe', '--json', '--yes'], ['y'])
+  const { code, stdout, stderr } = await run(['call', url, 'pay\u202etxt.exe', '--json'], ['y', '', '', 'y'])
   t.equal(code, 0)
   clean(t, stdout, 'stdout')
   clean(t, stderr, 'stderr')

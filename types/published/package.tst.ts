@@ -7,7 +7,7 @@ import Fastify from 'fastify'
 import { expect, test } from 'tstyche'
 import Type from 'typebox'
 import mocapi, {
-  McpError, mocapiPlugin, requestedSchema, type ElicitAnswer, type FromSchema, type McpContext, type McpRegistry,
+  McpError, mocapiPlugin, requestedSchema, type ElicitAnswer, type FromSchema, type Journalable, type McpContext, type McpRegistry, type Recorded,
   type StructuredToolResult, type ToolArguments, type ToolDefinition, type ToolErrorResult, type ToolHandler, type ToolReturn,
 } from 'mocapi'
 import * as published from 'mocapi'
@@ -22,6 +22,18 @@ test('the plugin and its augmentation of Fastify', () => {
   app.get('/', async (request) => {
     expect(request.mcp).type.toBe<McpContext | null>()
   })
+})
+
+test('ctx.once takes JSON only, and resolves it as Recorded', () => {
+  const app = Fastify()
+  app.mcp.tool({ name: 'book' }, async (_args, ctx) => {
+    expect(await ctx.once('note', (): string | undefined => undefined)).type.toBe<Recorded<string | undefined>>()
+    expect(ctx.once).type.not.toBeCallableWith('when', () => new Date())
+    return 'ok'
+  })
+  expect<Recorded<undefined>>().type.toBe<null>()
+  expect<Journalable<{ at: Date }>>().type.not.toBeAssignableFrom({ at: new Date() })
+  expect(published).type.not.toHaveProperty('Recorded')
 })
 
 test('McpContext and McpRegistry are types only: mocapi makes them, users do not', () => {
