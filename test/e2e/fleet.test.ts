@@ -212,8 +212,39 @@ async function startRedis (port: number): Promise<string> {
   return `redis://127.0.0.1:${port}`
 }
 
-/** The nginx configuration: round-robin over the nodes, no stickiness, everything inside `dir`. */
-function nginxConfig (dir: string, port: number, nodes: FleetNode[], nginxBin: string): string {
+const DEPLOY_GUIDE = fileURLToPath(new URL('../../docs/deploy.md', import.meta.url))
+
+/**
+ * docs/deploy.md's nginx block as printed there, made to run here by these substitutions and no other:
+ * - the `server <address>;` lines of `upstream mocapi { }` become one line per node;
+ * - its one `listen`, `listen 443 ssl;`, becomes `listen 127.0.0.1:<port>;` (plain HTTP on loopback);
+ * - its `ssl_certificate` and `ssl_certificate_key` lines are left out.
+ * A block whose shape no longer fits a rule fails the test naming that rule, so the page cannot drift from what runs.
+ */
+function docsNginxBlock (page: string, port: number, nodes: FleetNode[]): string {
+  const blocks = [...page.matchAll(/^```nginx\n([\s\S]*?)^```$/gm)].map((match) => match[1])
+  if (blocks.length !== 1) throw new Error(`docs/deploy.md must hold one \`\`\`nginx block for the fleet test, found ${blocks.length}`)
+  let block = blocks[0]
+  const substitute = (rule: string, pattern: RegExp, count: number, replacement: string): void => {
+    const found = block.match(pattern)?.length ?? 0
+    if (found !== count) throw new Error(`docs/deploy.md's nginx block no longer fits the fleet test's rule "${rule}": matched ${found} times, not ${count}`)
+    block = block.replace(pattern, replacement)
+  }
+  if ((block.match(/^\s*listen\b/gm)?.length ?? 0) !== 1) throw new Error('docs/deploy.md\'s nginx block must have exactly one listen line')
+  // Plain round-robin: no ip_hash, no hash, no sticky cookie. max_fails=0: nginx never takes a node out of the
+  // rotation; a node that is down refuses the connection (on loopback, at once) and the request moves to the next
+  // node (proxy_next_upstream error), so a restarted node serves again the moment it listens. The docs keep
+  // nginx's defaults for remote nodes and let a rolling restart wait out fail_timeout between two nodes.
+  const servers = nodes.map((node) => `  server 127.0.0.1:${node.port} max_fails=0;`).join('\n')
+  substitute('upstream mocapi holds only server lines', /^upstream mocapi \{\n(?:[ \t]*server [^\n;]+;\n)+\}$/gm, 1, `upstream mocapi {\n${servers}\n}`)
+  substitute('listen 443 ssl', /^([ \t]*)listen 443 ssl;$/gm, 1, `$1listen 127.0.0.1:${port};`)
+  substitute('two ssl_certificate lines', /^[ \t]*ssl_certificate(?:_key)? [^\n]*\n/gm, 2, '')
+  return block
+}
+
+/** The nginx configuration: the docs' block, inside the test's own process settings, logs and timeouts. */
+async function nginxConfig (dir: string, port: number, nodes: FleetNode[], nginxBin: string): Promise<string> {
+  const block = docsNginxBlock(await readFile(DEPLOY_GUIDE, 'utf8'), port, nodes)
   return `
 # One process, in the foreground: nothing to switch users to, nothing left behind by a kill.
 daemon off;
@@ -230,36 +261,15 @@ http {
 ${tempPaths(nginxBin, dir)}
   keepalive_timeout 120s;
   keepalive_requests 100000;
+  # The test's timeouts, inherited by the docs' block, which sets none: a dead node shows within 2 s, and every
+  # node tried at most once. The docs' proxy_next_upstream resends only what never reached a node (no
+  # non_idempotent): a tools/call whose last round ran its side effects would run them twice. The client gets a
+  # 502 and decides; the tokens of this test's flows make resending safe, so the test resends.
+  proxy_connect_timeout 2s;
+  proxy_read_timeout 30s;
+  proxy_next_upstream_tries 3;
 
-  upstream mocapi {
-    # Plain round-robin: no ip_hash, no hash, no sticky cookie. max_fails=0: nginx never takes a
-    # node out of the rotation; a node that is down refuses the connection (on loopback, at once)
-    # and the request moves to the next node (proxy_next_upstream error), so a restarted node
-    # serves again the moment it listens. With remote nodes, keep max_fails and fail_timeout and
-    # let a rolling restart wait out fail_timeout between two nodes.
-${nodes.map((node) => `    server 127.0.0.1:${node.port} max_fails=0;`).join('\n')}
-  }
-
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://mocapi;
-      proxy_http_version 1.1;
-      # mocapi guards against DNS rebinding on loopback: it accepts only loopback Host names
-      # (and allowedHosts). nginx reaches the nodes over loopback, so it says so.
-      proxy_set_header Host 127.0.0.1;
-      # SSE replies must reach the client as they are written.
-      proxy_buffering off;
-      proxy_connect_timeout 2s;
-      proxy_read_timeout 30s;
-      # nginx's default, spelled out: a refused or failed connection moves the request to the next
-      # node. A POST that already reached a node is NOT resent (no non_idempotent): a tools/call
-      # whose last round ran its side effects would run them twice. The client gets a 502 and
-      # decides; the tokens of this test's flows make resending safe, so the test resends.
-      proxy_next_upstream error timeout;
-      proxy_next_upstream_tries 3;
-    }
-  }
+${block}
 }
 `
 }
@@ -1019,7 +1029,7 @@ async function fleet (nginxBin: string): Promise<void> {
 
   const version = spawnSync(nginxBin, ['-V'], { encoding: 'utf8' }).stderr
   const conf = path.join(dir, 'nginx.conf')
-  await writeFile(conf, nginxConfig(dir, proxyPort, nodes, nginxBin))
+  await writeFile(conf, await nginxConfig(dir, proxyPort, nodes, nginxBin))
   await Promise.all(nodes.map((node) => node.start([OLD_KEY])))
 
   // -e (nginx ≥ 1.19.5) keeps even the messages logged before the configuration is read inside dir.
@@ -1034,19 +1044,55 @@ async function fleet (nginxBin: string): Promise<void> {
   /** Resolves once nginx has routed a request to each of `names` (a probe: the first round of a flow). */
   const servedBy = async (...wanted: string[]): Promise<void> => {
     const seen = new Set<string>()
+    let last = 'no reply'
     for (const deadline = Date.now() + 15_000; wanted.some((name) => !seen.has(name));) {
       if (Date.now() > deadline || nginx.exitCode !== null) {
         const log = await readFile(path.join(dir, 'error.log'), 'utf8').catch(() => '')
-        throw new Error(`nginx did not route to ${wanted.join(', ')} within 15 s (saw ${[...seen].join(', ') || 'none'}): ${nginxStderr}${log.slice(-2000)}`)
+        throw new Error(`nginx did not route to ${wanted.join(', ')} within 15 s (saw ${[...seen].join(', ') || 'none'}; last: ${last}): ${nginxStderr}${log.slice(-2000)}`)
       }
       try {
         const reply = await toolsCall(proxyPort, { name: 'two_rounds', arguments: { flow: 'probe' } }).send()
         if (reply.status === 200 && reply.node) seen.add(reply.node)
-      } catch {}
+        else last = `HTTP ${reply.status} ${reply.body.slice(0, 200)}`
+      } catch (error) {
+        last = String(error)
+      }
       if (wanted.some((name) => !seen.has(name))) await sleep(50)
     }
   }
   await servedBy(...names)
+
+  await t.test('(0) the nginx block of docs/deploy.md, run as printed, passes on the client\'s Host, address and scheme', async (t) => {
+    // From another loopback address than nginx's own, and naming a loopback host with a port, as a local client does.
+    const reply = await new Promise<http.IncomingMessage & { body: string }>((resolve, reject) => {
+      const meta = {
+        'io.modelcontextprotocol/protocolVersion': VERSION,
+        'io.modelcontextprotocol/clientCapabilities': {},
+        'io.modelcontextprotocol/clientInfo': { name: 'fleet-test', version: '1.0.0' },
+      }
+      const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'tools/list', params: { _meta: meta } })
+      const headers = {
+        host: `localhost:${proxyPort}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': VERSION,
+        'mcp-method': 'tools/list',
+      }
+      const request = http.request({ host: '127.0.0.1', port: proxyPort, localAddress: '127.0.0.2', method: 'POST', path: '/mcp', headers }, (response) => {
+        let text = ''
+        response.setEncoding('utf8').on('data', (chunk: string) => { text += chunk }).on('end', () => resolve(Object.assign(response, { body: text })))
+      })
+      request.on('error', reject)
+      request.end(body)
+    })
+    t.equal(reply.statusCode, 200, `a request through nginx is served, not refused for its Host: ${reply.body.slice(0, 200)}`)
+    t.equal(reply.headers['x-client'], '127.0.0.2 http localhost', 'the node sees the client\'s address, scheme and Host name')
+    const page = await readFile(DEPLOY_GUIDE, 'utf8')
+    t.throws(() => docsNginxBlock(page.replace('listen 443 ssl;', 'listen 8443 ssl;'), proxyPort, nodes),
+      /rule "listen 443 ssl": matched 0 times/, 'a block whose shape changed fails the test, naming the rule')
+    t.throws(() => docsNginxBlock(page.replace('  server 10.0.0.13:3000;\n', '  server 10.0.0.13:3000;\n  keepalive 16;\n'), proxyPort, nodes),
+      /upstream mocapi holds only server lines/)
+  })
 
   const figures: string[] = []
 

@@ -3,6 +3,10 @@
  * repository, then used from ESM and from CommonJS (plain `require`), and compiled from TypeScript
  * (ESM and CommonJS on `nodenext`, CommonJS on `node10` resolution) with this project's typescript.
  *
+ * It also links the repository into an app whose Fastify is another version, as README.md#install warns against: the
+ * app's TypeScript fails to see mocapi's `app.mcp` until its tsconfig maps `fastify` to the app's copy, as README.md
+ * says.
+ *
  * Installing needs the npm registry (npm's cache makes it quick): without it the file is skipped,
  * or fails when MOCAPI_REQUIRE_SERVERS=1 (CI).
  */
@@ -56,6 +60,9 @@ async function ensureBuilt (): Promise<void> {
   const built = await stat(path.join(root, 'dist/lib/index.js')).then((s) => s.mtimeMs, () => 0)
   if (built < await newest(path.join(root, 'lib'))) await run('npm', ['run', 'build'], root)
 }
+
+/** A Fastify 5 that is not this repository's, for the app that links the repository. */
+const OTHER_FASTIFY = 'fastify@5.6.0'
 
 const installed = (name: string): Promise<string> =>
   readFile(path.join(root, 'node_modules', name, 'package.json'), 'utf8').then((text) => `${name}@${JSON.parse(text).version}`)
@@ -176,6 +183,26 @@ async function tarballTests (): Promise<void> {
   t.test('a TypeScript CommonJS app on node10 resolution compiles, subpaths included, and runs', async (t) => {
     await run(process.execPath, [tsc, '-p', 'tsconfig.node10.json'], app)
     t.same(JSON.parse(await node('typed-node10.js', app)), expected)
+  })
+
+  t.test('a linked clone: another Fastify in the app breaks its types, and README.md\'s paths mapping mends them', async (t) => {
+    const linked = path.join(dir, 'linked')
+    await mkdir(linked)
+    await writeFile(path.join(linked, 'package.json'), JSON.stringify({ private: true }))
+    await writeFile(path.join(linked, 'app.mts'), `${imports}${body}`)
+    // Not this repository's Fastify: another version of Fastify 5. Scripts off: linking must not rebuild dist/ here.
+    await run('npm', ['install', `file:${root}`, OTHER_FASTIFY, await installed('@types/node'), '--ignore-scripts',
+      '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], linked)
+    const compilerOptions = { strict: true, module: 'nodenext', target: 'es2022', types: ['node'] }
+    await writeFile(path.join(linked, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['app.mts'] }))
+    const broken = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], linked).then(() => '', (error: Error) => error.message)
+    t.match(broken, /No overload matches this call/, 'app.register(mocapi) does not type-check')
+    t.match(broken, /Property 'mcp' does not exist/, 'app.mcp is unknown')
+    const page = await readFile(path.join(root, 'README.md'), 'utf8')
+    const mapping = JSON.parse(/^```json\n(\{ "compilerOptions": \{ "paths": [^\n]*)\n```$/m.exec(page)![1])
+    await writeFile(path.join(linked, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...compilerOptions, ...mapping.compilerOptions }, files: ['app.mts'] }))
+    await run(process.execPath, [tsc, '-p', 'tsconfig.json'], linked)
+    t.same(JSON.parse(await node('app.mjs', linked)), expected)
   })
 
   t.test('the mocapi command runs from the installed package', async (t) => {
