@@ -16,7 +16,7 @@ import { checkOrigin } from './hosts.js'
 import { kCallState, kPrepared } from '../symbols.js'
 import type { ProtectedResource } from './oauth.js'
 
-// fast-jwt codes for a token that fails verification: 401, though `@fastify/jwt` gives some no status. Bad options,
+// Codes for a token that fails verification: 401, though `@fastify/jwt` gives some no status. Bad options,
 // keys and signing are the server's own failures (500, logged).
 const TOKEN_FAILURES: ReadonlySet<unknown> = new Set([
   'FAST_JWT_INACTIVE',
@@ -32,6 +32,9 @@ const TOKEN_FAILURES: ReadonlySet<unknown> = new Set([
   'FAST_JWT_INVALID_SIGNATURE',
   'FAST_JWT_MISSING_SIGNATURE',
   'FAST_JWT_VERIFY_ERROR',
+  // get-jwks, behind @fastify/jwt: a token naming a key its issuer does not publish, or an issuer not allowed.
+  'JWK_NOT_FOUND',
+  'DOMAIN_NOT_ALLOWED',
 ])
 
 /** Errors of mocapi, body parsing and the app's hooks (whose 4xx stand) as JSON-RPC; handlers' never get here. */
