@@ -23,7 +23,10 @@ import { schemaJson } from '../lib/elicitation/schema.js'
 import { UriTemplate } from '../lib/features/uri-template.js'
 import { digest } from '../lib/seal/digest.js'
 import { fingerprint } from '../lib/replay/fingerprint.js'
-import { DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_URI_LENGTH } from '../lib/options.js'
+import { LIMITS } from '../lib/options.js'
+
+const DEFAULT_STREAM_BUFFER_BYTES = LIMITS.streamBufferBytes
+const DEFAULT_URI_LENGTH = LIMITS.uriLength
 import { callTracer } from '../lib/transport/tracing.js'
 
 /** The checks of form answers of one registration, for fingerprints. */

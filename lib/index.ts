@@ -24,8 +24,7 @@ import { modernMethods } from './modern/methods.js'
 import { RequestStateCodec } from './modern/codec.js'
 import { ReplayEngine } from './replay/engine.js'
 import { TokenDelivery } from './modern/token-delivery.js'
-import { ephemeralKey, keysFromEnv, parseKeys } from './seal/keys.js'
-import { KeyRing, type TokenVersion } from './seal/seal.js'
+import { keyRingOf } from './seal/keys.js'
 import { TaskSealer } from './tasks/record.js'
 import { MemoryTaskStore, type TaskStore } from './tasks/store.js'
 import { Tasks } from './tasks/tasks.js'
@@ -55,17 +54,9 @@ declare module 'fastify' {
   }
 }
 
-function keyRing (fastify: FastifyInstance, keys: string[] | undefined, version: TokenVersion): KeyRing {
-  const configured = keys ?? keysFromEnv(process.env.MOCAPI_REQUEST_STATE_KEYS)
-  if (configured !== undefined) return new KeyRing(parseKeys(configured), version)
-  fastify.log.warn('mocapi: no requestState keys configured (requestState.keys or MOCAPI_REQUEST_STATE_KEYS); ' +
-    'using an ephemeral key: tokens in flight are lost on restart and other nodes cannot read them')
-  return new KeyRing([ephemeralKey()], version)
-}
-
 async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<void> {
   const options = resolveOptions(opts)
-  const ring = keyRing(fastify, options.keys, options.tokenVersion)
+  const ring = keyRingOf(options.keys, options.tokenVersion, (message) => fastify.log.warn(message))
   const compiler = new SchemaCompiler()
   const codec = new RequestStateCodec({ ring, ttl: options.ttl, maxTokenLength: options.maxTokenLength })
   const notificationBus = options.bus ?? new InProcessBus()
@@ -99,9 +90,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   bus.attach({ session: hub, tasks, streams: subscriptions, receiver: (message) => exchange.received(message) })
   fastify.addHook('onReady', async () => {
     await bus.ready()
-    const shared = options.taskStore !== undefined && !(options.taskStore instanceof MemoryTaskStore)
-    const busShared = !(notificationBus instanceof InProcessBus)
-    tasks.warn(fastify.log, { configured: options.taskStore !== undefined, shared }, busShared)
+    tasks.warn(fastify.log, options.taskStore, notificationBus)
   })
 
   const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills }
@@ -110,27 +99,17 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections(), options.heartbeat)
   // Abort every open reply first (streams end, waiting calls stop, handlers get the grace): no request hangs on close.
-  fastify.addHook('preClose', async () => {
-    lifecycle.close()
-  })
+  fastify.addHook('preClose', async () => { lifecycle.close() })
   fastify.addHook('onClose', async () => {
     lifecycle.closed()
     await tasks.close()
     await taskStore.close?.()
     await bus.close()
   })
-  let protectedResource
-  if (options.protectedResource !== undefined) {
-    const declared = (): Set<string> => {
-      const all = new Set<string>()
-      tools.scopesInto(all)
-      prompts.scopesInto(all)
-      resources.scopesInto(all)
-      return all
-    }
-    protectedResource = new ProtectedResource(options.protectedResource, options.path, options.allowedHosts, declared)
-    protectedResource.register(fastify)
-  }
+  const protectedResource = options.protectedResource === undefined
+    ? undefined
+    : new ProtectedResource(options.protectedResource, options.path, options.allowedHosts, [tools, prompts, resources])
+  protectedResource?.register(fastify)
   const lifecycleParts = {
     lifecycle,
     limits: { maxBufferedBytes: options.limits.streamBufferBytes },
@@ -140,14 +119,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const lists = { cache: options.cache.lists, pageSize: options.pageSize }
   const modern = new ModernTransport({
     ...lifecycleParts,
-    dispatcher: modernMethods({
-      lists,
-      discover: {
-        supportedVersions: options.supportedVersions,
-        instructions: options.instructions,
-        cache: options.cache.discover,
-      },
-    }, features, counts),
+    dispatcher: modernMethods({ lists, discover: { ...options, cache: options.cache.discover } }, features, counts),
     delivery: new TokenDelivery(codec, options.singleUse ? notificationBus.claim!.bind(notificationBus) : undefined),
     forms,
     serverInfo: options.serverInfo,
@@ -156,13 +128,8 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const legacy = options.legacy
     ? new LegacyTransport({
       ...lifecycleParts,
-      dispatcher: legacyMethods({
-        lists,
-        serverInfo: options.serverInfo,
-        instructions: options.instructions,
-        uriLength: options.limits.uriLength,
-        subscriptionUris: options.limits.subscriptionUris,
-      }, { ...features, callTool: (ctx) => tasks.call(ctx) }, counts, hub),
+      dispatcher: legacyMethods({ ...options, ...options.limits, lists },
+        { ...features, callTool: (ctx) => tasks.call(ctx) }, counts, hub),
       sessions: new SessionCodec(ring, options.sessionTtl),
       hub,
       exchange,
@@ -174,18 +141,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     : undefined
   const tracing = options.tracing ? await callTracing(fastify.log) : undefined
   const observer = tracing === undefined ? callLog : observers([callLog, tracing])
-  await fastify.register(mcpRoutes, {
-    path: options.path,
-    bodyLimit: options.bodyLimit,
-    allowedOrigins: options.allowedOrigins,
-    allowedHosts: options.allowedHosts,
-    supportedVersions: options.supportedVersions,
-    observer,
-    modern,
-    legacy,
-    lifecycle,
-    protectedResource,
-  })
+  await fastify.register(mcpRoutes, { ...options, observer, modern, legacy, lifecycle, protectedResource })
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */
@@ -193,7 +149,6 @@ export const mocapiPlugin = fp(mocapi, { fastify: '5.x', name: 'mocapi' })
 export default mocapiPlugin
 
 export type { McpContext, ElicitOptions, Unavailable, Recorded, Journalable } from './context.js'
-export type { CreateMessageParams, CreateMessageResult, Root, SamplingMessage } from './protocol/wire.js'
 export type { Completer, CompletionContext, CompletionSource } from './features/completions.js'
 export type { PromptDefinition, PromptArgument, PromptHandler, PromptMessage, GetPromptResult } from './features/prompts.js'
 export type {
@@ -215,13 +170,18 @@ export type {
   ToolErrorResult,
 } from './features/tools.js'
 export type { FromSchema } from './types/json-schema.js'
-export type { InputRequiredResult } from './protocol/wire.js'
 export type { MocapiOptions, CacheHint } from './options.js'
-export { MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type TaskQuota, type TaskWrite, type MemoryTaskStoreOptions } from './tasks/store.js'
+export {
+  MemoryTaskStore, type TaskStore, type StoredTask, type TaskStatus, type TaskQuota, type TaskWrite,
+  type MemoryTaskStoreOptions,
+} from './tasks/store.js'
 export type { ToolTaskOptions } from './features/tool-task.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
 export { SKILLS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from './protocol/extensions.js'
 export type { SkillsOptions, SkillEntry } from './features/skills.js'
 export type { ViewDefinition, ViewCsp, ViewPermissions, ViewHtml, ToolUi, ToolVisibility } from './features/views.js'
-export type { CallToolResult, ClientCapabilities, ContentBlock, Implementation, JsonValue, LoggingLevel } from './protocol/wire.js'
+export type {
+  CallToolResult, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult, Implementation,
+  InputRequiredResult, JsonValue, LoggingLevel, Root, SamplingMessage,
+} from './protocol/wire.js'

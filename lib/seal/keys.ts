@@ -1,6 +1,7 @@
 /** requestState keys: 32 random bytes each. Errors name a key's position, never its value, which is a secret. */
 import { randomBytes } from 'node:crypto'
 import { InvalidKeyError } from '../errors.js'
+import { KeyRing, type TokenVersion } from './seal.js'
 
 const KEY_BYTES = 32
 
@@ -59,4 +60,13 @@ export function keysFromEnv (value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined
   const keys = value.split(',').map((s) => s.trim()).filter((s) => s !== '')
   return keys.length === 0 ? undefined : keys
+}
+
+/** A ring of the keys given, else `MOCAPI_REQUEST_STATE_KEYS`, else an ephemeral key (with a warning). */
+export function keyRingOf (keys: string[] | undefined, version: TokenVersion, warn: (text: string) => void): KeyRing {
+  const configured = keys ?? keysFromEnv(process.env.MOCAPI_REQUEST_STATE_KEYS)
+  if (configured !== undefined) return new KeyRing(parseKeys(configured), version)
+  warn('mocapi: no requestState keys configured (requestState.keys or MOCAPI_REQUEST_STATE_KEYS); ' +
+    'using an ephemeral key: tokens in flight are lost on restart and other nodes cannot read them')
+  return new KeyRing([ephemeralKey()], version)
 }

@@ -14,7 +14,8 @@ import { journalFields, type Task, type TaskSealer, type TaskState } from './rec
 import { TaskRepository } from './repository.js'
 import { TERMINAL, TaskRunner, type PassEnd } from './runner.js'
 import { TaskStream } from './lease.js'
-import type { TaskQuota, TaskStatus, TaskStore } from './store.js'
+import { MemoryTaskStore, type TaskQuota, type TaskStatus, type TaskStore } from './store.js'
+import { InProcessBus, type NotificationBus } from '../bus/bus.js'
 import { detailed, summary } from './view.js'
 
 interface TasksParts {
@@ -86,13 +87,13 @@ export class Tasks {
   }
 
   /** At startup: a task store that serves one node, or a shared one whose news stays on this node, is worth a word. */
-  warn (log: FastifyBaseLogger, store: { configured: boolean, shared: boolean }, busShared: boolean): void {
-    if (!store.configured && this.#capable > 0) {
+  warn (log: FastifyBaseLogger, store: TaskStore | undefined, bus: NotificationBus): void {
+    if (store === undefined && this.#capable > 0) {
       log.warn('mocapi: tasks are kept in memory (no tasks.store configured): one node serves them, and a restart ' +
         'loses them; use RedisTaskStore from mocapi/redis, or another TaskStore, across a fleet')
     }
     // A store other nodes share, with news that stays on this one: a cancel reaches the pass's node late.
-    if (store.shared && !busShared) {
+    if (store !== undefined && !(store instanceof MemoryTaskStore) && bus instanceof InProcessBus) {
       log.warn('mocapi: tasks.store is shared, but the bus is in-process: task news and cancels reach other nodes ' +
         'only at their next poll or lease write; give every node the same bus (RedisBus from mocapi/redis)')
     }

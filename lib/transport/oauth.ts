@@ -41,19 +41,19 @@ export class ProtectedResource {
   readonly #path: string
   readonly #allowedHosts: ReadonlySet<string>
 
-  readonly #declared: () => Iterable<string>
+  readonly #catalogs: ReadonlyArray<{ scopesInto (into: Set<string>): void }>
 
-  /** `declared`: the scopes tools, prompts and resources declare now, listed in `scopes_supported`. */
+  /** `catalogs`: the tools, prompts and resources, whose declared scopes `scopes_supported` lists as they are now. */
   constructor (
     options: ProtectedResourceOptions,
     path: string,
     allowedHosts: ReadonlySet<string>,
-    declared: () => Iterable<string>
+    catalogs: ReadonlyArray<{ scopesInto (into: Set<string>): void }>
   ) {
     this.#options = options
     this.#path = path
     this.#allowedHosts = allowedHosts
-    this.#declared = declared
+    this.#catalogs = catalogs
   }
 
   resource (request: FastifyRequest): string | undefined {
@@ -69,7 +69,8 @@ export class ProtectedResource {
       authorization_servers: o.authorizationServers,
       bearer_methods_supported: o.bearerMethodsSupported ?? ['header'],
     }
-    const scopes = new Set([...o.scopesSupported ?? [], ...this.#declared()])
+    const scopes = new Set(o.scopesSupported ?? [])
+    for (const catalog of this.#catalogs) catalog.scopesInto(scopes)
     if (scopes.size > 0) body.scopes_supported = [...scopes]
     if (o.resourceName !== undefined) body.resource_name = o.resourceName
     if (o.resourceDocumentation !== undefined) body.resource_documentation = o.resourceDocumentation
