@@ -1,16 +1,13 @@
 import { positiveInteger } from '../check.js'
 
-/**
- * A receipt as a store keeps it: who holds it and until when, and a sealed body the store cannot read (the request's
- * fingerprint while it runs; with the reply, or that the reply was not kept, once it is done).
- */
+/** A receipt as a store keeps it: its holder, until when (a claim's lease, or a done receipt's expiry), sealed. */
 export interface StoredReceipt {
-  /** `running` while the first call holds its claim, `done` once its reply is stored. */
   readonly state: 'running' | 'done'
-  /** The claim's holder: a random id per call, so only the call that claimed it completes or releases it. */
+  /** 22 base64url characters, random per call: only the call that claimed a receipt completes or releases it. */
   readonly holder: string
-  /** Epoch ms: while running, until when the claim holds (its lease); once done, when the receipt expires. */
+  /** Epoch ms. */
   readonly until: number
+  /** Opaque to the store: the request's fingerprint, and once done its reply. */
   readonly sealed: string
 }
 
@@ -18,24 +15,19 @@ export interface StoredReceipt {
 export type ReceiptWrite = 'written' | 'lost' | 'full'
 
 /**
- * Keeps receipts for every node of a deployment, named by keyed digests (the store sees no principal, key or token).
- * Each method resolves once its effect is visible to a `read` on any node. `mocapi/testing` has the checks a store
- * must pass (`receiptStoreChecks`).
+ * Keeps receipts for every node, named by keyed digests (it sees no principal, key or token); each method resolves once
+ * its effect is visible to a `read` on any node. `mocapi/testing`'s `receiptStoreChecks` are what a store must pass.
  */
 export interface ReceiptStore {
-  /**
-   * Claims `name` for `holder` for `leaseMs`, atomically: `'claimed'` when there was no receipt (or a running one whose
-   * lease lapsed), `'full'` when the store has no room for it (the call then runs without one), else the receipt that
-   * holds the name.
-   */
+  /** Atomically: `'claimed'` (none held it, or its lease lapsed), `'full'` (no room), else the receipt holding it. */
   claim (name: string, holder: string, sealed: string, leaseMs: number): Promise<'claimed' | 'full' | StoredReceipt>
   /** Extends the claim of `holder` by `leaseMs` from now; false once it holds it no longer. */
   renew (name: string, holder: string, leaseMs: number): Promise<boolean>
   /** Replaces the claim of `holder` with its done receipt, kept `ttlMs`. */
   complete (name: string, holder: string, sealed: string, ttlMs: number): Promise<ReceiptWrite>
-  /** Drops the claim of `holder` (its call was refused before it ran); anyone else's stays. */
+  /** Drops the claim of `holder` (its call was refused before it ran). */
   release (name: string, holder: string): Promise<void>
-  /** The receipt of `name`, running or done; undefined when there is none or it expired. */
+  /** The receipt of `name`; undefined when there is none or it expired. */
   read (name: string): Promise<StoredReceipt | undefined>
   /** Releases the store's resources when the server closes. */
   close? (): void | Promise<void>
@@ -43,7 +35,7 @@ export interface ReceiptStore {
 
 /** Options of {@link MemoryReceiptStore}. */
 export interface MemoryReceiptStoreOptions {
-  /** Characters of sealed receipts (and their names) held at once; a receipt past it is not kept. Default 64 MiB. */
+  /** Characters of receipts held at once; past it a receipt is not kept. Default 64 MiB. */
   maxBytes?: number | undefined
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: (() => number) | undefined
@@ -51,11 +43,7 @@ export interface MemoryReceiptStoreOptions {
 
 const DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
-/**
- * The default store: receipts live in this process, so a duplicate that reaches another node runs again (a fleet with
- * a shared bus and this store is warned of at startup). Bounded in characters; expired receipts are swept when it is
- * full.
- */
+/** The default store, in this process (a duplicate on another node runs again), bounded in characters. */
 export class MemoryReceiptStore implements ReceiptStore {
   readonly #receipts = new Map<string, StoredReceipt>()
   readonly #maxBytes: number

@@ -14,15 +14,13 @@ export interface RedisReceiptStoreOptions {
   onError?: ((error: unknown) => void) | undefined
 }
 
-// A receipt is one string key, `<state r|d><holder, 22 characters><until>|<sealed>`, that Redis expires when its lease
-// lapses or its TTL ends: every command touches that one key, so a Redis Cluster serves it as one Redis does.
+// A receipt is one key, `<r|d><holder><until>|<sealed>`, expiring at its lease or TTL: a Cluster serves it as Redis.
 const HOLDER_END = 23
 
-// One atomic claim: SET NX PX, or what holds the name.
 const CLAIM = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
 return redis.call('GET', KEYS[1])`
 
-// ARGV: the running prefix (state and holder), the new value, its PX; 1 when the holder still held it.
+// ARGV: the running prefix (state and holder), the new value, its PX.
 const REPLACE = `local v = redis.call('GET', KEYS[1])
 if not v or string.sub(v, 1, ${HOLDER_END}) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
@@ -45,9 +43,8 @@ function decode (value: unknown): StoredReceipt | undefined {
 }
 
 /**
- * A {@link ReceiptStore} on Redis, shared by every node: one key per receipt, claimed with one atomic `SET NX PX` and
- * expired by Redis at its lease or TTL. Bounded by the server's `maxmemory` (every key expires, so a `volatile-*`
- * policy evicts the soonest-expiring first: docs/deploy.md#receipts); a reply over `receipts.maxBytes` is never sent.
+ * A {@link ReceiptStore} on Redis, shared by every node: a key per receipt, claimed with one `SET NX PX`, bounded by
+ * the server's `maxmemory` (every key expires: docs/deploy.md#receipts).
  *
  * ```ts
  * import { RedisReceiptStore } from 'mocapi/redis'
@@ -71,7 +68,6 @@ export class RedisReceiptStore implements ReceiptStore {
     const value = encode('r', holder, Date.now() + lease, sealed)
     const held = await this.#commands.send(['EVAL', CLAIM, '1', this.#prefix + name, value, String(lease)])
     if (held === null) return 'claimed'
-    // A value this store did not write holds the name all the same: it is never taken over.
     return decode(held) ?? { state: 'done', holder: '', until: Date.now(), sealed: '' }
   }
 
