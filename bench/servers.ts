@@ -41,12 +41,15 @@ if (kind === 'mocapi') {
     const answer = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))
     return answer.action === 'accept' ? `Booked ${answer.content.cabin} to ${args.to}` : 'Nothing booked'
   })
-  // `book` with one effect journaled before its question (bench/once.ts): the same question and answer.
-  app.mcp.tool({ name: 'book_once', inputSchema: bookInput }, async (args: { to: string }, ctx) => {
-    const quote = await ctx.once('quote', () => ({ fare: 'FLEX-LIS-0427', price: 240, currency: 'EUR' }))
-    const answer = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))
-    return answer.action === 'accept' && quote.price > 0 ? `Booked ${answer.content.cabin} to ${args.to}` : 'Nothing booked'
-  })
+  // `book` with one effect journaled before its question (bench/once.ts): the same question and answer. Not on the
+  // 60-tool server, whose tools are exactly the workload's.
+  if (lookups.length === 0) {
+    app.mcp.tool({ name: 'book_once', inputSchema: bookInput }, async (args: { to: string }, ctx) => {
+      const quote = await ctx.once('quote', () => ({ fare: 'FLEX-LIS-0427', price: 240, currency: 'EUR' }))
+      const answer = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))
+      return answer.action === 'accept' && quote.price > 0 ? `Booked ${answer.content.cabin} to ${args.to}` : 'Nothing booked'
+    })
+  }
   // BENCH_TOOLS=60: the 60-tool workloads' server (bench/tools.ts).
   for (const { name, description } of lookups) {
     app.mcp.tool({ name, description, inputSchema: lookupInput }, (args: { id: string }) => lookupText(name, args.id))

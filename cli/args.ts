@@ -4,7 +4,7 @@ import { LEGACY_PROTOCOL_VERSIONS } from '../lib/testing/types.js'
 
 export const USAGE = `Usage:
   mocapi call <url> <tool> [--arg key=value ...] [--arg key:=json ...] [--args-json '{...}']
-                           [--token T] [--protocol-version V] [--json] [--yes]
+                           [--idempotency-key K] [--token T] [--protocol-version V] [--json] [--yes]
   mocapi read <url> <resource uri> [--token T] [--protocol-version V] [--json] [--yes]
   mocapi prompt <url> <prompt> [--arg key=value ...] [--token T] [--protocol-version V] [--json] [--yes]
   mocapi tools <url> [--token T] [--protocol-version V] [--json]
@@ -19,6 +19,8 @@ asked the same way.
 
   --arg key=value     a string argument; key:=value takes JSON (numbers, booleans, arrays, objects)
   --args-json JSON    the arguments as one JSON object (--arg entries are applied on top)
+  --idempotency-key K sent as the Idempotency-Key header: the same command again with the same K gets the
+                      first run's reply from a mocapi server instead of running the tool twice
   --token T           sent as "Authorization: Bearer T" (default: the MOCAPI_TOKEN variable)
   --protocol-version V  2026-07-28 (the default), or a 2025 revision (2025-11-25, 2025-06-18,
                       2025-03-26) to be a client of that era: a session opened with initialize,
@@ -41,7 +43,7 @@ export type Command =
   | Target & { command: 'resources' }
   | Target & { command: 'prompts' }
   | Target & { command: 'skills' }
-  | Target & { command: 'call', yes: boolean, tool: string, args: Record<string, unknown> }
+  | Target & { command: 'call', yes: boolean, tool: string, args: Record<string, unknown>, idempotencyKey: string | undefined }
   | Target & { command: 'read', yes: boolean, uri: string }
   | Target & { command: 'prompt', yes: boolean, prompt: string, args: Record<string, string> }
 
@@ -97,6 +99,7 @@ export function parseCommand (argv: string[], env: Record<string, string | undef
         arg: { type: 'string', multiple: true, default: [] },
         'args-json': { type: 'string' },
         token: { type: 'string' },
+        'idempotency-key': { type: 'string' },
         'protocol-version': { type: 'string', default: '2026-07-28' },
         json: { type: 'boolean', default: false },
         yes: { type: 'boolean', short: 'y', default: false },
@@ -140,7 +143,12 @@ export function parseCommand (argv: string[], env: Record<string, string | undef
     const [tool, ...extra] = rest
     if (tool === undefined) throw new UsageError('missing <tool>')
     if (extra.length > 0) throw new UsageError(`unexpected ${extra.join(' ')} (arguments go in --arg key=value)`)
-    return { command, url: target, token, version, json: values.json, yes: values.yes, tool, args: toolArgs(values['args-json'], values.arg) }
+    const key = values['idempotency-key']
+    if (key !== undefined && !/^[\x21-\x7e]{1,255}$/.test(key)) {
+      throw new UsageError('--idempotency-key takes 1 to 255 printable ASCII characters without spaces')
+    }
+    const args = toolArgs(values['args-json'], values.arg)
+    return { command, url: target, token, version, json: values.json, yes: values.yes, tool, args, idempotencyKey: key }
   }
   throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`)
 }

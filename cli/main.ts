@@ -165,7 +165,8 @@ async function run (command: Exclude<Command, { command: 'help' }>, io: Io, term
       : result.messages.map((message) => `${shown(message.role)}: ${blockText(message.content)}\n`).join(''))
     return cutShort(terminal, 0)
   }
-  const { result } = await client.callTool(command.tool, command.args, answers, { meta: { progressToken: 'mocapi-cli' } })
+  const { result } = await client.callTool(command.tool, command.args, answers,
+    { meta: { progressToken: 'mocapi-cli' }, idempotencyKey: command.idempotencyKey })
   if (command.json) {
     io.stdout.write(`${printableJson(result)}\n`)
   } else {

@@ -58,6 +58,8 @@ export interface Delivery {
   deliver (call: CallState, label: string, asked: Asked, round: number): Delivered | Promise<Delivered>
   /** Bytes a round's new ledger slots may take where the ledger travels, and the refusal in the delivery's words. */
   readonly budget?: { readonly bytes: number, tooLarge (requests: number): string }
+  /** Keeps the journal as soon as an effect is recorded, where a node's death would lose it (a task's record). */
+  recorded? (call: CallState, journal: Journal): Promise<void>
 }
 
 function follow (controller: AbortController, signal: AbortSignal): () => void {
@@ -92,6 +94,10 @@ export class CallState {
   target: AskTarget | undefined
   /** 1 for a first call, 0 for a method that takes no rounds. */
   round = 0
+  /** `ctx.callId`: set from the journal when a pass begins, or from an idempotency key before. */
+  callId: string | undefined
+  /** Whether the call reached its handler: a request refused before keeps no receipt. */
+  ran = false
   #controller: AbortController | undefined
   #unfollow: (() => void) | undefined
   lastProgress = -Infinity

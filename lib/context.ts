@@ -1,3 +1,4 @@
+import { newCallId } from './journal.js'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { CallState } from './call.js'
 import type { ElicitAnswer } from './elicitation/answers.js'
@@ -152,6 +153,17 @@ export class McpContext {
    */
   detach (): Promise<void> {
     return this[kCallState].detacher?.() ?? Promise.resolve()
+  }
+
+  /**
+   * The call's id: 22 base64url characters, the same on every pass of one call (every round, retry and task pass, on
+   * any node) and new for another call. For a call with an idempotency key it is derived from the caller and the key,
+   * so a duplicate that runs again has it too. Hand it downstream as the idempotency key of the payment or ticket API
+   * a handler calls: an effect that ran, but whose node died before `ctx.once` recorded it, then still runs once.
+   */
+  get callId (): string {
+    const state = this[kCallState]
+    return (state.callId ??= newCallId())
   }
 
   /** The request's pino logger. Answers, tokens and keys are never logged above debug. */

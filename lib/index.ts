@@ -21,11 +21,13 @@ import { SessionCodec } from './legacy/session.js'
 import { legacyMethods } from './legacy/methods.js'
 import { StreamDelivery } from './legacy/stream-delivery.js'
 import { modernMethods } from './modern/methods.js'
-import { RequestStateCodec } from './modern/codec.js'
+import { MAX_CLOCK_SKEW_MS, RequestStateCodec } from './modern/codec.js'
 import { ReplayEngine } from './replay/engine.js'
 import { TokenDelivery } from './modern/token-delivery.js'
 import { keyRingOf } from './seal/keys.js'
 import { TaskSealer } from './tasks/record.js'
+import { Receipts } from './receipts/receipts.js'
+import { MemoryReceiptStore } from './receipts/store.js'
 import { MemoryTaskStore, type TaskStore } from './tasks/store.js'
 import { Tasks } from './tasks/tasks.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
@@ -87,10 +89,25 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   })
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, tasks)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
-  bus.attach({ session: hub, tasks, streams: subscriptions, receiver: (message) => exchange.received(message) })
+  const receipts = options.receipts === undefined
+    ? undefined
+    : new Receipts({
+      ...options.receipts,
+      store: options.receipts.store ?? new MemoryReceiptStore(),
+      ring,
+      lease: options.lease,
+      roundTtl: options.ttl + MAX_CLOCK_SKEW_MS,
+      maxWaiting: options.limits.waitingCalls,
+      log: fastify.log,
+      announce: (name) => { bus.publish({ kind: 'receipt', name }) },
+      taskHandle: (id, principal) => tasks.handle(id, principal),
+    })
+  const receiver = (message: object): void => { exchange.received(message) }
+  bus.attach({ session: hub, tasks, streams: subscriptions, receipts, receiver })
   fastify.addHook('onReady', async () => {
     await bus.ready()
     tasks.warn(fastify.log, options.taskStore, notificationBus)
+    receipts?.warn(options.receipts?.store, notificationBus)
   })
 
   const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills }
@@ -104,6 +121,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     lifecycle.closed()
     await tasks.close()
     await taskStore.close?.()
+    await receipts?.close()
     await bus.close()
   })
   const protectedResource = options.protectedResource === undefined
@@ -141,7 +159,9 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     : undefined
   const tracing = options.tracing ? await callTracing(fastify.log) : undefined
   const observer = tracing === undefined ? callLog : observers([callLog, tracing])
-  await fastify.register(mcpRoutes, { ...options, observer, modern, legacy, lifecycle, protectedResource })
+  await fastify.register(mcpRoutes, {
+    ...options, observer, modern, legacy, lifecycle, protectedResource, receipts, roundReceipts: !options.singleUse,
+  })
 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */
@@ -176,6 +196,9 @@ export {
   type MemoryTaskStoreOptions,
 } from './tasks/store.js'
 export type { ToolTaskOptions } from './features/tool-task.js'
+export {
+  MemoryReceiptStore, type ReceiptStore, type StoredReceipt, type ReceiptWrite, type MemoryReceiptStoreOptions,
+} from './receipts/store.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
 export { SKILLS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from './protocol/extensions.js'

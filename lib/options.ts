@@ -6,6 +6,7 @@ import {
 import { InvalidOptionError } from './errors.js'
 import type { TokenVersion } from './seal/seal.js'
 import type { TaskStore } from './tasks/store.js'
+import type { ReceiptStore } from './receipts/store.js'
 import type { NotificationBus } from './bus/bus.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './modern/codec.js'
 import { MAKE_KEY } from './seal/keys.js'
@@ -48,6 +49,18 @@ export interface MocapiOptions {
      * false. A client whose reply was lost cannot retry that round: it starts the call over.
      */
     singleUse?: boolean | undefined
+  } | undefined
+  /**
+   * Receipts: a retried round's reply, and a `tools/call`'s with an idempotency key (`Idempotency-Key`, or
+   * `params._meta["mocapi/idempotencyKey"]`), kept so a duplicate gets it instead of a second run. `false`: none.
+   */
+  receipts?: false | {
+    /** Where receipts live: `RedisReceiptStore` across a fleet. Default: in this process's memory (64 MiB). */
+    store?: ReceiptStore | undefined
+    /** ms a keyed call's receipt is kept. Default 86 400 000 (a day); a round's lives as long as its token. */
+    ttl?: number | undefined
+    /** UTF-8 bytes of a reply kept at most; a larger one's duplicate gets -32600 `reply-not-kept`. Default 1 MiB. */
+    maxBytes?: number | undefined
   } | undefined
   /** What `ctx.once` may record. */
   once?: {
@@ -186,11 +199,12 @@ const LEASE = 30_000
 const ONCE_BYTES = 4096
 
 // The names each section knows; each list compiles only while it names every field of its part of the interface.
-const OPTIONS = ['path', 'serverInfo', 'instructions', 'requestState', 'once', 'principal', 'scopes', 'allowedOrigins',
+const OPTIONS = ['path', 'serverInfo', 'instructions', 'requestState', 'receipts', 'once', 'principal', 'scopes', 'allowedOrigins',
   'allowedHosts', 'pageSize', 'bodyLimit', 'protectedResource', 'bus', 'cache', 'limits', 'shutdownGrace', 'heartbeat',
   'errors', 'legacy', 'tracing', 'tasks', 'elicitation', 'session'] as const
 const REQUEST_STATE_OPTIONS = ['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion', 'singleUse'] as const
 const TASKS_OPTIONS = ['store', 'lease'] as const
+const RECEIPTS = { store: undefined, ttl: 86_400_000, maxBytes: 1024 * 1024 } satisfies Record<keyof Section<'receipts'>, unknown>
 type Complete<Names extends readonly string[], Part> = [Exclude<keyof Part, Names[number]>] extends [never]
   ? true
   : Exclude<keyof Part, Names[number]>
@@ -277,6 +291,21 @@ function taskStoreOf (value: unknown): TaskStore | undefined {
   return value as TaskStore
 }
 
+function receiptsOf (value: unknown) {
+  if (value === false) return undefined
+  const given = section(value, 'receipts', RECEIPTS)
+  const store = given.store
+  if (store !== undefined && (typeof store !== 'object' || store === null ||
+    ['claim', 'renew', 'complete', 'release', 'read'].some((name) => typeof (store as Record<string, unknown>)[name] !== 'function'))) {
+    throw new InvalidOptionError(`receipts.store must be a ReceiptStore (claim, renew, complete, release and read), got ${describe(store)}`)
+  }
+  return {
+    store: store as ReceiptStore | undefined,
+    ttl: timerMs(given.ttl, 'receipts.ttl', RECEIPTS.ttl),
+    maxBytes: positiveInteger(given.maxBytes, 'receipts.maxBytes', RECEIPTS.maxBytes),
+  }
+}
+
 /** The bus, which `singleUse` needs to claim with. */
 function busOf (value: unknown, singleUse: boolean): NotificationBus | undefined {
   if (value !== undefined && (!isPlainObject(value) || typeof value.publish !== 'function' || typeof value.subscribe !== 'function')) {
@@ -315,6 +344,7 @@ export function resolveOptions (opts: unknown) {
     supportedVersions: legacy ? [PROTOCOL_VERSION, ...LEGACY_VERSIONS] : [PROTOCOL_VERSION],
     ...requestState,
     onceBytes: positiveInteger(once.maxBytes, 'once.maxBytes', ONCE_BYTES),
+    receipts: receiptsOf(o.receipts),
     principal: optionalFunction<(request: FastifyRequest) => string | null | undefined>(o.principal, 'principal'),
     allowedOrigins: stringList(o.allowedOrigins, 'allowedOrigins'),
     allowedHosts: new Set((stringList(o.allowedHosts, 'allowedHosts') ?? []).map((h) => h.toLowerCase())),

@@ -25,8 +25,14 @@ export interface TaskEvent {
   node: string
 }
 
-/** Everything a bus broadcasts: changes, tasks' news, and the events of 2025-era sessions. */
-export type BusEvent = ChangeEvent | SessionEvent | TaskEvent
+/** That a receipt is done: duplicates waiting for it on any node read it. */
+export interface ReceiptEvent {
+  kind: 'receipt'
+  name: string
+}
+
+/** Everything a bus broadcasts: changes, tasks' news, receipts done, and the events of 2025-era sessions. */
+export type BusEvent = ChangeEvent | SessionEvent | TaskEvent | ReceiptEvent
 
 /** A fresh object of the event's known fields only; `undefined` when the message is none. */
 export function parseEvent (message: string): BusEvent | undefined {
@@ -35,6 +41,7 @@ export function parseEvent (message: string): BusEvent | undefined {
   const { kind, uri, session, op, level, requestId, from, id, node } = value
   if (typeof kind !== 'string') return undefined
   if (kind === 'task') return typeof id === 'string' && typeof node === 'string' ? { kind, id, node } : undefined
+  if (kind === 'receipt') return typeof value.name === 'string' ? { kind, name: value.name } : undefined
   if (LIST_KINDS.includes(kind as ListKind)) return { kind: kind as ListKind }
   if (kind === 'resource') return typeof uri === 'string' ? { kind, uri } : undefined
   if (kind !== 'session' || typeof session !== 'string') return undefined

@@ -15,6 +15,8 @@ export interface EventRoutes {
   tasks: { changed (id: string): Promise<void> }
   /** Changes and tasks' news for the listen streams; `catchUp` once events may have been lost. */
   streams: { notify (event: ChangeEvent): void, notifyTask (id: string): void, catchUp (): void }
+  /** Receipts done on any node: duplicates waiting here read them. */
+  receipts?: { settled (name: string): void } | undefined
   /** What this node is sent directly (2025-era answers, over `send`). */
   receiver?: (message: object) => void
 }
@@ -87,7 +89,8 @@ export class BusLink {
       else if (event.kind === 'task') {
         if (event.node !== this.node) routes.tasks.changed(event.id).catch(noop)
         routes.streams.notifyTask(event.id)
-      } else routes.streams.notify(event)
+      } else if (event.kind === 'receipt') routes.receipts?.settled(event.name)
+      else routes.streams.notify(event)
     }
     const resumed = (): void => { routes.streams.catchUp() }
     const receiver = routes.receiver

@@ -32,7 +32,9 @@ export class Handlers {
 
   /** Straight through: a handler that never asks (completers). */
   async direct<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<T> {
-    ctx[kCallState].stream.handlerStarted?.()
+    const call = ctx[kCallState]
+    call.ran = true
+    call.stream.handlerStarted?.()
     try {
       return await fn()
     } catch (error) {

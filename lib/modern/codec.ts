@@ -1,8 +1,8 @@
 // A token carries all a replayed request needs (layout: seal.ts). Its plaintext is positional, `[method,
-// originalParams, answers, issuedAt, principal, round?, effects?]` with `[key, fingerprint, answer?]` slots and
-// `[key, value]` effects (bench/README.md#compact-plaintext); `round` is written whenever `effects` is.
+// originalParams, answers, issuedAt, principal, round?, effects?, callId?]` with `[key, fingerprint, answer?]` slots
+// and `[key, value]` effects (bench/README.md#compact-plaintext); each member is written whenever a later one is.
 import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js'
-import { Journal, type AnswerSlot } from '../journal.js'
+import { Journal, isCallId, type AnswerSlot } from '../journal.js'
 import { notJson } from '../protocol/json.js'
 import { isPlainObject } from '../protocol/wire.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
@@ -79,9 +79,10 @@ export class RequestStateCodec {
       answers[i] = [key, fingerprint, answer]
     }
     const issuedAt = payload.issuedAt ?? this.#now()
-    const { effects } = payload.journal
+    const { effects, callId } = payload.journal
     const plain: unknown[] = [payload.method, payload.originalParams, answers, issuedAt, principal]
-    if (effects.size > 0) plain.push(round ?? 0, [...effects])
+    if (callId !== undefined) plain.push(round ?? 0, [...effects], callId)
+    else if (effects.size > 0) plain.push(round ?? 0, [...effects])
     else if (round !== undefined) plain.push(round)
     return this.#sealer.seal(JSON.stringify(plain))
   }
@@ -110,7 +111,7 @@ export class RequestStateCodec {
 }
 
 function toPayload (plain: unknown): RequestStatePayload | undefined {
-  if (!Array.isArray(plain) || plain.length < 5 || plain.length > 7) return undefined
+  if (!Array.isArray(plain) || plain.length < 5 || plain.length > 8) return undefined
   const method: unknown = plain[0]
   const originalParams: unknown = plain[1]
   const entries: unknown = plain[2]
@@ -141,8 +142,10 @@ function toPayload (plain: unknown): RequestStatePayload | undefined {
     return { method, originalParams, journal: new Journal(answers), issuedAt, principal, round: round as number }
   }
   const effects = effectsFrom(plain[6])
-  if (effects === undefined) return undefined
-  return { method, originalParams, journal: new Journal(answers, effects), issuedAt, principal, round: round as number }
+  const callId: unknown = plain[7]
+  if (effects === undefined || (plain.length === 8 && !isCallId(callId))) return undefined
+  const journal = new Journal(answers, effects, callId as string | undefined)
+  return { method, originalParams, journal, issuedAt, principal, round: round as number }
 }
 
 /** `[[key, value], …]` with distinct non-empty keys, or undefined. */

@@ -1,7 +1,8 @@
 import type { Asked, CallState, Delivery } from '../call.js'
 import { ErrorCode, McpError, invalidParams, unboundPrincipal } from '../errors.js'
 import type { InputRequiredResult } from '../protocol/wire.js'
-import { ReplayPass } from './pass.js'
+import { newCallId } from '../journal.js'
+import { ReplayPass, type RoundBudget } from './pass.js'
 
 /** How a call's passes ended, and the round the last one ran as (1 for a first call). */
 export type Outcome<T> =
@@ -28,9 +29,16 @@ export class ReplayEngine {
   async run<T> (call: CallState, label: string, fn: () => T | PromiseLike<T>): Promise<Outcome<T>> {
     const started = call.delivery.start(call)
     let { journal, responses, round } = started instanceof Promise ? await started : started
+    call.ran = true
     call.stream.handlerStarted?.()
+    call.callId = journal.callId ??= call.callId ?? newCallId()
     // Read at each ask, not kept: a call that detaches mid-pass carries its questions in its task from then on.
-    const budget = { size: this.#size, delivery: (): Delivery['budget'] => call.delivery.budget, onceBytes: this.#onceBytes }
+    const budget: RoundBudget = {
+      size: this.#size,
+      delivery: (): Delivery['budget'] => call.delivery.budget,
+      onceBytes: this.#onceBytes,
+      recorded: (kept) => call.delivery.recorded?.(call, kept),
+    }
     for (;;) {
       // A client gone before the handler began aborted before anyone listened: a handler awaiting the abort would hang.
       if (call.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(call.stream.signal.reason as Error).message}`)

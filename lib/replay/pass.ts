@@ -30,13 +30,15 @@ function rejected (error: unknown): Promise<never> {
   return promise
 }
 
-interface RoundBudget {
+export interface RoundBudget {
   /** Characters of the requests as sent (their text and schemas), so a round's reply stays bounded. */
   readonly size: number
   /** What the call's delivery carries, read at each ask: a call may become a task mid-pass. */
   readonly delivery: () => Delivery['budget']
   /** UTF-8 bytes of one value `ctx.once` records (`once.maxBytes`). */
   readonly onceBytes: number
+  /** Where the delivery keeps each effect as it is recorded (a task's record), or undefined. */
+  readonly recorded: (journal: Journal) => Promise<void> | undefined
 }
 
 /** The questions of the round a pass yields: the first unanswered ask's, and those made in its turn. */
@@ -182,7 +184,7 @@ export class ReplayPass implements AskTarget {
     } catch (error) {
       return Promise.reject(error)
     }
-    const recording = started.then((value) => this.#record(key, value))
+    const recording = started.then((value) => this.#record(key, value) as unknown)
     this.#running++
     recording.then(this.#settled, this.#settled)
     return recording
@@ -197,7 +199,8 @@ export class ReplayPass implements AskTarget {
       throw new InvalidArgumentError(`ctx.once("${key}") cannot record its value: its JSON takes ${bytes} bytes, more than once.maxBytes (${this.#budget.onceBytes})`)
     }
     this.journal.effects.set(key, JSON.parse(json))
-    return JSON.parse(json)
+    const kept = this.#budget.recorded(this.journal)
+    return kept === undefined ? JSON.parse(json) : kept.then(() => JSON.parse(json))
   }
 
   readonly #settled = (): void => {

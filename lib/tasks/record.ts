@@ -31,6 +31,8 @@ export interface TaskState {
   readonly round: number
   /** What `ctx.once` recorded in the passes so far, `[key, value]` in order (left out while empty). */
   readonly effects?: ReadonlyArray<readonly [string, unknown]>
+  /** `ctx.callId` (`callId` above is the creating request's JSON-RPC id). */
+  readonly ctxCallId?: string
   /** While `input_required`: the questions, and the answers given so far. */
   readonly asked?: Record<string, InputRequest>
   readonly answers?: JsonObject
@@ -43,15 +45,16 @@ export interface TaskState {
 /** The journal a task's next pass starts from: its own copy, which that pass adds to. */
 export function journalOf (state: TaskState): Journal {
   const answers = state.ledger.map((slot) => 'r' in slot ? { key: slot.k, fingerprint: slot.f, answer: slot.r } : { key: slot.k, fingerprint: slot.f })
-  return new Journal(answers, state.effects)
+  return new Journal(answers, state.effects, state.ctxCallId)
 }
 
 /** The journal as a state spells it; effects are left out while there are none, so such a task keeps its old shape. */
-export function journalFields (journal: Journal): Pick<TaskState, 'ledger' | 'effects'> {
+export function journalFields (journal: Journal): Pick<TaskState, 'ledger' | 'effects' | 'ctxCallId'> {
   const ledger = journal.answers.map((slot) => 'answer' in slot
     ? { k: slot.key, f: slot.fingerprint, r: slot.answer }
     : { k: slot.key, f: slot.fingerprint })
-  return journal.effects.size > 0 ? { ledger, effects: [...journal.effects] } : { ledger }
+  const fields = journal.effects.size > 0 ? { ledger, effects: [...journal.effects] } : { ledger }
+  return journal.callId === undefined ? fields : { ...fields, ctxCallId: journal.callId }
 }
 
 export interface Task {

@@ -1,5 +1,6 @@
 // A pass's questions are stored with its task, which waits `input_required`; the pass parks.
 import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
+import type { Journal } from '../journal.js'
 import type { TaskLease } from './lease.js'
 import { journalFields, journalOf, type TaskState } from './record.js'
 
@@ -19,6 +20,14 @@ export class TaskDelivery implements Delivery {
   start (): ReplayStart {
     const state = this.#lease.current.state
     return { journal: journalOf(state), responses: state.answers, round: state.round }
+  }
+
+  /** Each effect goes into the task's record as it is recorded: a node that dies mid-pass loses none. */
+  async recorded (_call: CallState, journal: Journal): Promise<void> {
+    const lease = this.#lease
+    const { status, leaseUntil } = lease.current.stored
+    const state = { ...lease.current.state, ...journalFields(journal) }
+    await lease.write(status, state, { leaseUntil, quota: true, announce: false })
   }
 
   async deliver (_call: CallState, _label: string, asked: Asked, round: number): Promise<Delivered> {

@@ -8,6 +8,7 @@ import { InvalidArgumentError, invalidParams, unboundPrincipal } from '../errors
 import type { Tools } from '../features/tools.js'
 import { declaresTasks } from '../protocol/extensions.js'
 import { setOwn, type InputRequest, type JsonObject } from '../protocol/wire.js'
+import { newCallId } from '../journal.js'
 import { kCallState } from '../symbols.js'
 import { requireTasks, tasksRequired, type ToolTask } from '../features/tool-task.js'
 import { journalFields, type Task, type TaskSealer, type TaskState } from './record.js'
@@ -115,7 +116,7 @@ export class Tasks {
       return await this.#tools.run(ctx, resolved)
     }
     if (!task.detach) {
-      const created = await this.#create(ctx, task, 'working', { ledger: [], round: 0 })
+      const created = await this.#create(ctx, task, 'working', { ledger: [], round: 0, ctxCallId: call.callId ?? newCallId() })
       setImmediate(() => { this.#runner.start(ctx.request, created) })
       return { resultType: 'task', ...summary(created) }
     }
@@ -223,6 +224,12 @@ export class Tasks {
     })
   }
 
+  /** A task's handle as `tools/call` hands it out, now, for its owner only (a receipt's duplicate gets it). */
+  async handle (id: string, principal: string | null): Promise<JsonObject | undefined> {
+    const task = await this.#repository.read(id).catch(() => undefined)
+    return task === undefined || task.state.principal !== principal ? undefined : summary(task)
+  }
+
   async view (id: string, principal: string | null): Promise<JsonObject | undefined> {
     const task = await this.#repository.read(id).catch(() => undefined)
     return task === undefined || task.state.principal !== principal ? undefined : detailed(task)
@@ -239,7 +246,7 @@ export class Tasks {
     return this.#runner.close()
   }
 
-  async #create (ctx: McpContext, task: ToolTask, status: TaskStatus, fields: Pick<TaskState, 'ledger' | 'round' | 'result' | 'effects'>): Promise<Task> {
+  async #create (ctx: McpContext, task: ToolTask, status: TaskStatus, fields: Pick<TaskState, 'ledger' | 'round' | 'result' | 'effects' | 'ctxCallId'>): Promise<Task> {
     const call = ctx[kCallState]
     if (call.principal.state === 'unbound') throw unboundPrincipal('its task')
     const { capabilities, info } = call.client

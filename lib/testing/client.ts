@@ -8,7 +8,7 @@ import { answerFunction, viewOf, type AnswerFunction, type Answers, type InputRe
 import { fail, isObject, resultOf } from './errors.js'
 import { LegacySession, type ClientDefaults } from './session.js'
 import {
-  isLegacyVersion, type CallOptions, type Notification, type Outcome, type ReadResourceResult, type Round,
+  callHeaders, isLegacyVersion, type CallOptions, type Notification, type Outcome, type ReadResourceResult, type Round,
   type TestClientOptions,
 } from './types.js'
 import { headersOf, httpTransport, injectTransport, readReply, type ReadReply, type Transport } from './transport.js'
@@ -268,7 +268,7 @@ class Client implements TestClient<string> {
       ...options.meta,
     }
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.#nextId++, method, params: { ...params, _meta: meta } })
-    const raw = await this.#transport(headersOf(headers, o.token, o.headers, options.headers), body)
+    const raw = await this.#transport(headersOf(headers, o.token, o.headers, callHeaders(options)), body)
     return readReply(raw, (message) => {
       notifications.push(message as Notification)
       o.onNotification?.(message as Notification)

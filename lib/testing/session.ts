@@ -1,7 +1,10 @@
 import { noop } from '../check.js'
 import type { ClientCapabilities, Implementation, InputRequest, JsonObject } from '../protocol/wire.js'
 import { describe, viewOf, type AnswerFunction, type InputRequestView, type InputResponse } from './answers.js'
-import type { CallOptions, CompleteResult, LegacyProtocolVersion, Notification, Outcome, Round, TestClientOptions } from './types.js'
+import {
+  callHeaders, type CallOptions, type CompleteResult, type LegacyProtocolVersion, type Notification, type Outcome,
+  type Round, type TestClientOptions,
+} from './types.js'
 import { McpClientError, isObject, resultOf } from './errors.js'
 import { headersOf, readReply, type RawReply, type ReadReply, type ServerRequest, type Transport } from './transport.js'
 
@@ -179,7 +182,7 @@ export class LegacySession {
       base['mcp-protocol-version'] = this.#version
       if (this.#id !== undefined) base['mcp-session-id'] = this.#id
     }
-    return headersOf(base, this.#options.token, this.#options.headers, call.headers)
+    return headersOf(base, this.#options.token, this.#options.headers, callHeaders(call))
   }
 
   async call<R> (

@@ -69,6 +69,14 @@ export interface TestClientOptions<V extends string = string> {
 export interface CallOptions {
   meta?: JsonObject | undefined
   headers?: Record<string, string> | undefined
+  /** Sent as the `Idempotency-Key` header: a retry of the call with the same key gets the first's reply from mocapi. */
+  idempotencyKey?: string | undefined
+}
+
+/** The HTTP headers a call adds to the client's: its own, and its idempotency key. */
+export function callHeaders (options: CallOptions): Record<string, string> | undefined {
+  if (options.idempotencyKey === undefined) return options.headers
+  return { ...options.headers, 'idempotency-key': options.idempotencyKey }
 }
 
 /** A JSON-RPC notification the server streamed during a request (progress, log messages). */

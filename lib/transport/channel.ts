@@ -162,14 +162,23 @@ export class ReplyChannel implements NotificationStream {
   /** Sends the response (or a batch's), serialized first: one that cannot be is replaced by -32603, and logged. */
   finish (message: object, statusCode: number): FastifyReply | undefined {
     if (this.#finished) return undefined
-    const [json, status] = Array.isArray(message)
-      ? [message.map((each: object) => this.#serialized(each, 200)[0]), statusCode] as const
-      : this.#serialized(message, statusCode)
+    if (!Array.isArray(message)) return this.send(...this.serialize(message, statusCode))
+    const each = message.map((member: object) => this.serialize(member, 200)[0])
+    return this.send(this.#streaming ? each : `[${each.join(',')}]`, statusCode)
+  }
+
+  /** A message's JSON and the status to send it with: -32603 (500), logged, for one JSON cannot write. */
+  serialize (message: object, statusCode: number): [string, number] {
+    return this.#serialized(message, statusCode)
+  }
+
+  /** Sends what {@link serialize} gave (a batch's members, as their events, on a stream). */
+  send (json: string | string[], statusCode: number): FastifyReply | undefined {
+    if (this.#finished) return undefined
     this.#finished = true
     this.#lifecycle.untrack(this.#entry)
     if (!this.#streaming) {
-      const text = typeof json === 'string' ? json : `[${json.join(',')}]`
-      return sendClosing(this.#reply, this.#lifecycle).code(status).type(JSON_TYPE).send(text)
+      return sendClosing(this.#reply, this.#lifecycle).code(statusCode).type(JSON_TYPE).send(json as string)
     }
     const raw = this.#reply.raw
     if (this.#lifecycle.closing) raw.once('finish', () => setImmediate(() => this.#lifecycle.closeIdleConnections()))
@@ -177,6 +186,11 @@ export class ReplyChannel implements NotificationStream {
     if (this.closed) raw.destroy()
     else raw.end(typeof json === 'string' ? event(json) : json.map(event).join(''))
     return undefined
+  }
+
+  /** Whether the reply has become an event stream (its headers are gone). */
+  get streaming (): boolean {
+    return this.#streaming
   }
 
   #serialized (message: object, statusCode: number): [string, number] {

@@ -3,7 +3,8 @@ import type { McpContext } from '../context.js'
 import { noop } from '../check.js'
 
 export interface CallEnd {
-  outcome: 'complete' | 'input_required' | 'tool_error' | 'error'
+  /** `replayed`: a duplicate answered with its first's reply (receipts). */
+  outcome: 'complete' | 'input_required' | 'tool_error' | 'error' | 'replayed'
   /** The round the call ran (1 for a first call); 0 for a method that takes no rounds. */
   round: number
   code?: number

@@ -1,7 +1,6 @@
 // The MCP endpoint, in a context of its own so its error handler applies to it alone.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ScopeChallenge } from '../features/scopes.js'
-import type { McpContext } from '../context.js'
 import {
   ElicitationLedgerMismatchError, ErrorCode, InvalidRequestStateError, McpError, headerMismatch, internalError,
   invalidRequest, messageOf, parseError, unsupportedVersion,
@@ -15,6 +14,7 @@ import type { Era, LegacyEra, Prepared } from './era.js'
 import { checkOrigin } from './hosts.js'
 import { kCallState, kPrepared } from '../symbols.js'
 import type { ProtectedResource } from './oauth.js'
+import type { Receipts, Replay } from '../receipts/receipts.js'
 
 // Codes for a token that fails verification: 401, though `@fastify/jwt` gives some no status. Bad options,
 // keys and signing are the server's own failures (500, logged).
@@ -61,6 +61,9 @@ interface RouteParts {
   legacy: LegacyEra | undefined
   lifecycle: Lifecycle
   protectedResource: ProtectedResource | undefined
+  receipts: Receipts | undefined
+  /** Whether a retried round has a receipt: not with `requestState.singleUse`, which refuses a second retry. */
+  roundReceipts: boolean
 }
 
 /** By the spec: a message with no version header, session id or `initialize` is modern (and refused for it). */
@@ -133,15 +136,40 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
   }
 
   async function handler (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    const ctx = request.mcp as McpContext
     const call = calls.get(request) as Prepared
-    let result: JsonObject
+    const state = call.ctx[kCallState]
+    let receipt
     try {
-      result = await run(call)
+      receipt = parts.receipts?.of(state, parts.roundReceipts)
+      // A duplicate that waits for its first is a slow reply as a handler's is: past the heartbeat, a stream.
+      const replay = await receipt?.claim(state, call.channel.signal, () => { call.channel.handlerStarted() })
+      if (replay !== undefined) return replayed(call, replay, reply)
     } catch (error) {
       return fail(error, request, reply)
     }
-    return call.channel.finish({ jsonrpc: '2.0', id: ctx.id, result: completed(call, result, reply) }, 200)
+    let message: JsonObject
+    let status = 200
+    let taskId: string | undefined
+    try {
+      const result = await run(call)
+      if (result.resultType === 'task') taskId = result.taskId as string
+      message = { jsonrpc: '2.0', id: call.ctx.id, result: completed(call, result, reply) }
+    } catch (error) {
+      const mcpError = errorOf(error, request, reply, call)
+      message = { jsonrpc: '2.0', id: idOf(request.body), error: mcpError.toJSON() }
+      status = mcpError.statusCode
+    }
+    const [json, sent] = call.channel.serialize(message, status)
+    await receipt?.settle(state, { json, status: sent, taskId }, state.ran || taskId !== undefined)
+    return call.channel.send(json, sent)
+  }
+
+  /** A duplicate gets its first's reply, under its own id, and says so while its headers are not sent. */
+  function replayed (call: Prepared, replay: Replay, reply: FastifyReply): FastifyReply | undefined {
+    call.untrack()
+    call.watch.ended({ outcome: 'replayed', round: 0 }, reply)
+    reply.header('idempotent-replayed', 'true')
+    return call.channel.send(replay.json, replay.status)
   }
 
   async function respond (call: Prepared, request: FastifyRequest, reply: FastifyReply): Promise<object> {

@@ -1,0 +1,316 @@
+// A call's receipt keeps its reply, so a duplicate (a retry whose reply was lost) gets that reply instead of a run.
+import { createHmac, randomBytes } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import serialize from 'canonicalize'
+import type { CallState } from '../call.js'
+import { ErrorCode, McpError, invalidParams, invalidRequest, unboundPrincipal } from '../errors.js'
+import { PROTOCOL_VERSION, isPlainObject, type JsonObject, type RequestId } from '../protocol/wire.js'
+import { Sealer, type KeyRing } from '../seal/seal.js'
+import { InProcessBus, type NotificationBus } from '../bus/bus.js'
+import { MemoryReceiptStore, type ReceiptStore, type StoredReceipt } from './store.js'
+
+// RFC 8785 canonical JSON: its CommonJS default export is the function its types describe as a module.
+const canonicalize = serialize as unknown as (input: unknown) => string | undefined
+
+/** A request's idempotency key, in `_meta` (the header spells it too). */
+export const META_IDEMPOTENCY_KEY = 'mocapi/idempotencyKey'
+const KEY = /^[\x21-\x7e]{1,255}$/
+/** Sealed receipts: a kind of token no other sealer opens. */
+const RECEIPT_PURPOSE = 6
+const WARN_EVERY_MS = 60_000
+
+export interface ReceiptSettings {
+  store: ReceiptStore
+  ring: KeyRing
+  /** ms a keyed receipt lives. */
+  ttl: number
+  /** UTF-8 bytes of a reply kept at most. */
+  maxBytes: number
+  /** ms a claim holds before its node is taken for gone, renewed every third of it. */
+  lease: number
+  /** ms a round's receipt lives: as long as any node takes its token. */
+  roundTtl: number
+  /** Duplicates that may wait for their first at once, in this process. */
+  maxWaiting: number
+  log: FastifyBaseLogger
+  /** Tells every node a receipt is done, so duplicates waiting there read it. */
+  announce: (name: string) => void
+  /** A task's handle now (`taskId`, `status`, …) for its owner, or undefined. */
+  taskHandle: (id: string, principal: string | null) => Promise<JsonObject | undefined>
+}
+
+/** What a duplicate is answered: the first's reply with its own id. */
+export interface Replay {
+  readonly json: string
+  readonly status: number
+}
+
+interface Kept {
+  /** The request's fingerprint (a keyed call's name and arguments). */
+  f: string
+  /** The reply's JSON after `"id":<id>,`, and its HTTP status. */
+  b?: string
+  s?: number
+  /** A task the call became. */
+  t?: string
+  /** When it ran, had its reply not been kept. */
+  n?: number
+}
+
+function keyOf (call: CallState): string | undefined {
+  const header = call.request.headers['idempotency-key']
+  const meta = call.params._meta
+  const spelled = isPlainObject(meta) ? meta[META_IDEMPOTENCY_KEY] : undefined
+  if (header === undefined && spelled === undefined) return undefined
+  const named = header ?? spelled
+  if (Array.isArray(header) || (header !== undefined && spelled !== undefined && header !== spelled)) {
+    throw invalidParams('The Idempotency-Key header and params._meta["mocapi/idempotencyKey"] name different keys: send one')
+  }
+  if (typeof named !== 'string' || !KEY.test(named)) {
+    throw invalidParams('An idempotency key is 1 to 255 characters from ! to ~ (printable ASCII, no space)')
+  }
+  return named
+}
+
+export class Receipts {
+  readonly #settings: ReceiptSettings
+  readonly #nameKey: Buffer
+  readonly #sealer: Sealer
+  readonly #waiting = new Map<string, Set<() => void>>()
+  readonly #held = new Set<Claim>()
+  readonly #renewal: NodeJS.Timeout
+  #waiters = 0
+  #warned = -Infinity
+
+  constructor (settings: ReceiptSettings) {
+    this.#settings = settings
+    // Names are digested under a key of their own, derived from the ring's first: stable across the fleet.
+    this.#nameKey = createHmac('sha256', settings.ring.primary.key).update('mocapi receipts').digest()
+    this.#sealer = new Sealer(settings.ring, RECEIPT_PURPOSE, Math.ceil(settings.maxBytes * 4 / 3) + 4096)
+    this.#renewal = setInterval(() => { this.#renew() }, Math.max(1, Math.floor(settings.lease / 3)))
+    this.#renewal.unref()
+  }
+
+  /** The receipt a request has: a retried 2026-07-28 round's, or a `tools/call`'s with an idempotency key. */
+  of (call: CallState, roundReceipts: boolean): Claim | undefined {
+    const token = call.params.requestState
+    const key = call.method === 'tools/call' ? keyOf(call) : undefined
+    if (key === undefined && (typeof token !== 'string' || !roundReceipts || call.client.protocolVersion !== PROTOCOL_VERSION)) return undefined
+    if (call.principal.state === 'unbound') throw unboundPrincipal()
+    const who = call.principal.value ?? ''
+    if (key !== undefined && typeof token !== 'string') {
+      const era = call.client.protocolVersion === PROTOCOL_VERSION ? 'm' : 'l'
+      const request = canonicalize({ name: call.params.name, arguments: call.params.arguments ?? {} }) as string
+      call.callId = this.#digest(`c\0${who}\0${key}`)
+      return new Claim(this, this.#digest(`k\0${era}\0${who}\0${key}`), this.#digest(`f\0${request}`), key, this.#settings.ttl)
+    }
+    const answers = canonicalize(call.params.inputResponses ?? null) as string
+    return new Claim(this, this.#digest(`r\0${who}\0${token as string}\0${answers}`), '', undefined, this.#settings.roundTtl)
+  }
+
+  get settings (): ReceiptSettings {
+    return this.#settings
+  }
+
+  #digest (text: string): string {
+    return createHmac('sha256', this.#nameKey).update(text).digest().subarray(0, 16).toString('base64url')
+  }
+
+  seal (name: string, kept: Kept): string {
+    return this.#sealer.seal(JSON.stringify(kept), name)
+  }
+
+  open (name: string, receipt: StoredReceipt): Kept | undefined {
+    if (receipt.sealed === '') return undefined
+    try {
+      return JSON.parse(this.#sealer.open(receipt.sealed, name)) as Kept
+    } catch {
+      return undefined
+    }
+  }
+
+  hold (claim: Claim): void {
+    this.#held.add(claim)
+  }
+
+  let (claim: Claim): void {
+    this.#held.delete(claim)
+  }
+
+  /** Claims held longer than a third of the lease are renewed, so their node is not taken for gone while it runs. */
+  #renew (): void {
+    const { store, lease } = this.#settings
+    const due = Date.now() - lease / 3
+    for (const claim of this.#held) {
+      if (claim.since > due) continue
+      claim.since = Date.now()
+      store.renew(claim.name, claim.holder, lease).then((held) => {
+        if (!held) this.#held.delete(claim)
+      }, (error: unknown) => { this.#failed(error) })
+    }
+  }
+
+  /** A duplicate waits until its first is done (told over the bus, or on its own poll) or its lease lapses. */
+  async wait (name: string, signal: AbortSignal): Promise<void> {
+    if (this.#waiters >= this.#settings.maxWaiting) {
+      throw invalidRequest(`${this.#waiters} duplicate requests wait on this server already, the most it takes (limits.waitingCalls): try again later`, 429)
+    }
+    this.#waiters++
+    try {
+      await new Promise<void>((resolve) => {
+        const waiting = this.#waiting.get(name) ?? new Set()
+        this.#waiting.set(name, waiting)
+        const done = (): void => {
+          clearTimeout(timer)
+          signal.removeEventListener('abort', done)
+          waiting.delete(done)
+          if (waiting.size === 0 && this.#waiting.get(name) === waiting) this.#waiting.delete(name)
+          resolve()
+        }
+        const timer = setTimeout(done, Math.min(1_000, Math.max(10, this.#settings.lease / 3)))
+        waiting.add(done)
+        signal.addEventListener('abort', done, { once: true })
+      })
+    } finally {
+      this.#waiters--
+    }
+    if (signal.aborted) throw new McpError(ErrorCode.InternalError, 'The duplicate stopped waiting: the client went away')
+  }
+
+  /** A receipt is done somewhere: its duplicates here look again. */
+  settled (name: string): void {
+    for (const done of [...this.#waiting.get(name) ?? []]) done()
+  }
+
+  /** A full or failing store keeps no receipt and the call still runs: the operator hears of it once a minute. */
+  #failed (error: unknown): void {
+    const now = Date.now()
+    if (now - this.#warned < WARN_EVERY_MS) return
+    this.#warned = now
+    this.#settings.log.warn({ err: error }, 'mocapi: the receipt store kept no receipt for a call (it is full, or failing); such calls run, and a duplicate of one runs again')
+  }
+
+  failed (error: unknown): void {
+    this.#failed(error)
+  }
+
+  /** At startup: receipts kept in one node's memory while the bus is shared, so a duplicate on another node runs. */
+  warn (store: ReceiptStore | undefined, bus: NotificationBus): void {
+    if ((store === undefined || store instanceof MemoryReceiptStore) && !(bus instanceof InProcessBus)) {
+      this.#settings.log.warn('mocapi: receipts are kept in memory (no receipts.store configured) while the bus is shared: ' +
+        'a duplicate that reaches another node runs again; use RedisReceiptStore from mocapi/redis')
+    }
+  }
+
+  async close (): Promise<void> {
+    clearInterval(this.#renewal)
+    await this.#settings.store.close?.()
+  }
+}
+
+/** One request's receipt: claimed before the call runs, then settled with its reply, or released. */
+export class Claim {
+  readonly name: string
+  readonly holder = randomBytes(16).toString('base64url')
+  /** When the claim was made or last renewed. */
+  since = Date.now()
+  readonly #receipts: Receipts
+  readonly #fingerprint: string
+  readonly #key: string | undefined
+  readonly #ttl: number
+  #claimed = false
+
+  constructor (receipts: Receipts, name: string, fingerprint: string, key: string | undefined, ttl: number) {
+    this.#receipts = receipts
+    this.name = name
+    this.#fingerprint = fingerprint
+    this.#key = key
+    this.#ttl = ttl
+  }
+
+  /** Undefined when this request is to run: it holds the claim (or the store had no room); else its replay. */
+  async claim (call: CallState, signal: AbortSignal, waiting: () => void): Promise<Replay | undefined> {
+    const receipts = this.#receipts
+    const { store, lease } = receipts.settings
+    for (;;) {
+      let held
+      try {
+        held = await store.claim(this.name, this.holder, this.#fingerprint === '' ? '' : receipts.seal(this.name, { f: this.#fingerprint }), lease)
+      } catch (error) {
+        receipts.failed(error)
+        return undefined
+      }
+      if (held === 'full') {
+        receipts.failed(new Error('the receipt store is full'))
+        return undefined
+      }
+      if (held === 'claimed') {
+        this.#claimed = true
+        this.since = Date.now()
+        receipts.hold(this)
+        return undefined
+      }
+      const kept = receipts.open(this.name, held)
+      if (this.#key !== undefined && kept !== undefined && kept.f !== this.#fingerprint) {
+        throw invalidParams(`The idempotency key "${this.#key}" was used for another call: its tool or arguments differed; nothing ran`)
+      }
+      if (held.state === 'done') return await this.#replay(call, kept)
+      waiting()
+      await receipts.wait(this.name, signal)
+    }
+  }
+
+  async #replay (call: CallState, kept: Kept | undefined): Promise<Replay> {
+    if (kept?.b === undefined) {
+      const ranAt = kept?.n === undefined ? undefined : new Date(kept.n).toISOString()
+      throw invalidRequest('This request ran already, but its reply was larger than the server keeps (receipts.maxBytes): ' +
+        'it is not run again', 409, { reason: 'reply-not-kept', ranAt })
+    }
+    let body = kept.b
+    if (kept.t !== undefined) {
+      const handle = await this.#receipts.settings.taskHandle(kept.t, call.principal.value)
+      if (handle !== undefined) {
+        const result = (JSON.parse(`{${body}`) as { result: JsonObject }).result
+        body = `${JSON.stringify({ result: { ...result, ...handle } }).slice(1)}`
+      }
+    }
+    return { json: `${prefixOf(call.id)}${body}`, status: kept.s ?? 200 }
+  }
+
+  /**
+   * Keeps the reply (or that it ran) when the call took effect (its handler ran, or it became a task); a request
+   * refused before that keeps nothing, and its duplicate runs. `taskId`: the task the reply hands out.
+   */
+  async settle (call: CallState, reply: { json: string, status: number, taskId?: string | undefined }, ran: boolean):
+  Promise<void> {
+    if (!this.#claimed) return
+    const receipts = this.#receipts
+    receipts.let(this)
+    const { store, maxBytes, announce } = receipts.settings
+    try {
+      if (!ran) {
+        await store.release(this.name, this.holder)
+        return
+      }
+      const { json, status, taskId } = reply
+      const prefix = prefixOf(call.id)
+      const kept: Kept = { f: this.#fingerprint }
+      if (Buffer.byteLength(json) > maxBytes || !json.startsWith(prefix)) kept.n = Date.now()
+      else {
+        kept.b = json.slice(prefix.length)
+        kept.s = status
+        if (taskId !== undefined) kept.t = taskId
+      }
+      const written = await store.complete(this.name, this.holder, receipts.seal(this.name, kept), this.#ttl)
+      if (written === 'full') receipts.failed(new Error('the receipt store is full'))
+      announce(this.name)
+    } catch (error) {
+      receipts.failed(error)
+    }
+  }
+}
+
+/** The start every reply mocapi writes: what a replay swaps for the duplicate's own id. */
+function prefixOf (id: RequestId | null): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},`
+}

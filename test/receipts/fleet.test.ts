@@ -1,0 +1,150 @@
+/**
+ * Receipts and durable task journals across nodes on a real redis-server: a keyed call and its duplicate on two
+ * nodes; a duplicate waiting on one node for its first on the other, woken over the bus; the first's node SIGKILLed
+ * mid-call, and the duplicate running the call itself with the same ctx.callId; a task whose node is SIGKILLed after
+ * a ctx.once settled, run again on another node without running the effect again; and RedisReceiptStore's checks.
+ */
+import t, { type Test } from 'tap'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import mocapi from '../../lib/index.js'
+import { RedisBus, RedisReceiptStore, RedisTaskStore } from '../../lib/redis/index.js'
+import { receiptStoreChecks } from '../../lib/testing/index.js'
+import { KEY, meta, postHttp } from '../helpers.js'
+import { freePort, startRedis, withRedis } from '../redis-server.js'
+import { WITH_TASKS } from '../tasks/client.js'
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/receipt-node.ts', import.meta.url))
+const LEASE = 600
+
+/** A node process of test/fixtures/receipt-node.ts: its URL, its stdout so far, and a wait for a line of it. */
+async function child (t: Test, redisUrl: string, name: string) {
+  const port = await freePort()
+  const process_: ChildProcess = spawn(process.execPath, [...process.execArgv, FIXTURE], {
+    env: { ...process.env, PORT: String(port), REDIS_URL: redisUrl, MOCAPI_REQUEST_STATE_KEYS: KEY, LEASE: String(LEASE), NODE_NAME: name },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  t.teardown(async () => {
+    if (process_.exitCode !== null || process_.signalCode !== null) return
+    process_.kill('SIGKILL')
+    await once(process_, 'exit')
+  })
+  let out = ''
+  const waiting = new Set<() => void>()
+  process_.stdout!.setEncoding('utf8').on('data', (text: string) => {
+    out += text
+    for (const check of waiting) check()
+  })
+  const line = (pattern: RegExp): Promise<RegExpExecArray> => new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node ${name} did not print ${pattern} within 90 s: ${out}`)), 90_000)
+    const check = (): void => {
+      const found = pattern.exec(out)
+      if (found === null) return
+      clearTimeout(timer)
+      waiting.delete(check)
+      resolve(found)
+    }
+    waiting.add(check)
+    check()
+  })
+  await line(/listening/)
+  return { url: `http://127.0.0.1:${port}/mcp`, line, kill: () => process_.kill('SIGKILL'), out: () => out }
+}
+
+/** An in-process node on the same Redis, registering the fixture's tools and counting their effects. */
+async function node (t: Test, redisUrl: string, runs: Record<string, number>) {
+  const app: FastifyInstance = Fastify({ forceCloseConnections: true })
+  const store = new RedisTaskStore({ url: redisUrl })
+  await app.register(mocapi, {
+    requestState: { keys: [KEY] },
+    bus: new RedisBus({ url: redisUrl }),
+    tasks: { store, lease: LEASE },
+    receipts: { store: new RedisReceiptStore({ url: redisUrl }) },
+  })
+  const waiting = { type: 'object', properties: { ms: { type: 'integer' } }, required: ['ms'] } as const
+  app.mcp.tool({ name: 'slow', inputSchema: waiting }, async (args: { ms: number }, ctx) => {
+    runs.slow = (runs.slow ?? 0) + 1
+    // Never long here: a duplicate this node runs for a dead one must answer within the test's patience.
+    await sleep(Math.min(args.ms, 1_000))
+    return `done by local, call ${ctx.callId}`
+  })
+  app.mcp.tool({ name: 'charge_task', inputSchema: waiting, task: { support: 'optional', rerun: true } }, async (args: { ms: number }, ctx) => {
+    const charge = await ctx.once('charge', () => {
+      runs.charge = (runs.charge ?? 0) + 1
+      return 'CHARGE-local'
+    })
+    return `${charge}, finished on local after ${Math.min(args.ms, 0)} ms`
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(async () => { await app.close(); await store.close() })
+  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+}
+
+const keyed = (key: string) => ({ headers: { 'idempotency-key': key }, meta: meta({}) })
+
+withRedis(t, 'receipts across nodes on a real Redis', async (t) => {
+  const redis = await startRedis(t)
+
+  t.test('RedisReceiptStore passes receiptStoreChecks', async (t) => {
+    for (const check of receiptStoreChecks(() => new RedisReceiptStore({ url: redis.url, prefix: `checks:${Math.random()}:` }))) {
+      await t.test(check.name, () => check.run())
+    }
+  })
+
+  t.test('a keyed call sent to two nodes runs once; a duplicate waiting on one node is woken by the other\'s reply', async (t) => {
+    const runs: Record<string, number> = {}
+    const [a, b] = await Promise.all([node(t, redis.url, runs), node(t, redis.url, runs)])
+    const first = await postHttp(a, 'tools/call', { name: 'slow', arguments: { ms: 1 } }, keyed('two-nodes'))
+    const second = await postHttp(b, 'tools/call', { name: 'slow', arguments: { ms: 1 } }, keyed('two-nodes'))
+    t.same(second.body, first.body)
+    t.same(runs, { slow: 1 })
+    // The first runs 800 ms on A; the duplicate on B hears over the bus that it is done, well before its poll.
+    const started = Date.now()
+    const slow = postHttp(a, 'tools/call', { name: 'slow', arguments: { ms: 800 } }, keyed('woken'))
+    await sleep(100)
+    const duplicate = await postHttp(b, 'tools/call', { name: 'slow', arguments: { ms: 800 } }, keyed('woken'))
+    const took = Date.now() - started
+    t.same(duplicate.body, (await slow).body)
+    t.same(runs, { slow: 2 })
+    t.ok(took < 800 + 150, `the duplicate answered ${took - 800} ms after the first finished`)
+  })
+
+  t.test('when the first\'s node dies mid-call, its waiting duplicate runs the call itself, with the same ctx.callId', { timeout: 180_000 }, async (t) => {
+    const runs: Record<string, number> = {}
+    const [dying, local] = await Promise.all([child(t, redis.url, 'dying'), node(t, redis.url, runs)])
+    const lost = postHttp(dying.url, 'tools/call', { name: 'slow', arguments: { ms: 60_000 } }, keyed('dies')).catch((error: unknown) => error)
+    const [, callId] = await dying.line(/started (\S+)/)
+    const duplicate = postHttp(local, 'tools/call', { name: 'slow', arguments: { ms: 60_000 } }, keyed('dies'))
+    await sleep(200)
+    t.same(runs, {}, 'the duplicate waits while the first runs')
+    dying.kill()
+    await lost
+    const ran = await Promise.race([duplicate, sleep(5_000, 'nothing')])
+    t.not(ran, 'nothing', 'answered once the lease lapsed')
+    t.same(runs, { slow: 1 })
+    t.equal((ran as any).body.result.content[0].text, `done by local, call ${callId}`)
+  })
+
+  t.test('a task whose node dies after its ctx.once settled runs again elsewhere, reading the effect back', { timeout: 180_000 }, async (t) => {
+    const runs: Record<string, number> = {}
+    const [dying, local] = await Promise.all([child(t, redis.url, 'dying'), node(t, redis.url, runs)])
+    const created = await postHttp(dying.url, 'tools/call', { name: 'charge_task', arguments: { ms: 60_000 } }, { meta: meta(WITH_TASKS) })
+    const taskId = created.body.result.taskId
+    await dying.line(/recorded dying/)
+    dying.kill()
+    let view: any
+    for (let i = 0; i < 300; i++) {
+      view = (await postHttp(local, 'tasks/get', { taskId }, { meta: meta(WITH_TASKS) })).body.result
+      if (view?.status === 'completed') break
+      await sleep(50)
+    }
+    t.equal(view.status, 'completed', 'run again on the surviving node')
+    t.same(view.result.content, [{ type: 'text', text: 'CHARGE-dying, finished on local after 0 ms' }])
+    t.same(runs, {}, 'the charge the dead node recorded was read back, not run again')
+    t.equal(dying.out().match(/charged/g)?.length, 1)
+  })
+})
