@@ -96,7 +96,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
       store: options.receipts.store ?? new MemoryReceiptStore(),
       ring,
       lease: options.lease,
-      roundTtl: options.ttl + MAX_CLOCK_SKEW_MS,
+      skew: MAX_CLOCK_SKEW_MS,
       maxWaiting: options.limits.waitingCalls,
       log: fastify.log,
       announce: (name) => { bus.publish({ kind: 'receipt', name }) },

@@ -89,7 +89,12 @@ export class RequestStateCodec {
 
   /** How long the token of `payload` stays valid from now, in ms (at least 1). */
   remaining (payload: RequestStatePayload): number {
-    return Math.max(1, payload.issuedAt + this.#ttl - this.#now())
+    return Math.max(1, this.expiresAt(payload) - this.#now())
+  }
+
+  /** When the token of `payload` expires, in epoch ms by this node's clock. */
+  expiresAt (payload: RequestStatePayload): number {
+    return payload.issuedAt + this.#ttl
   }
 
   /** Throws only InvalidRequestStateError (not genuine, or malformed) or ExpiredRequestStateError (past its TTL). */

@@ -85,6 +85,7 @@ export class TokenDelivery implements Delivery {
     if (payload.principal !== call.principal.value) throw new InvalidRequestStateError('principal mismatch')
     if (payload.method !== call.method) throw new InvalidRequestStateError('method mismatch')
     if (!sameParams(payload.originalParams, call.params)) throw new InvalidRequestStateError('target or arguments mismatch')
+    call.tokenExpiresAt = this.#codec.expiresAt(payload)
     const start = { journal: payload.journal, responses, round: payload.round ?? 0 }
     return this.#claim === undefined ? start : this.#claimed(call, token, payload, start)
   }

@@ -10,7 +10,16 @@ import { InProcessBus, type NotificationBus } from '../bus/bus.js'
 import { MemoryReceiptStore, type ReceiptStore, type StoredReceipt } from './store.js'
 
 // RFC 8785 canonical JSON: its CommonJS default export is the function its types describe as a module.
-const canonicalize = serialize as unknown as (input: unknown) => string | undefined
+const canonicalJson = serialize as unknown as (input: unknown) => string | undefined
+
+/** Undefined for what the canonical form cannot write (`1e400` parses as Infinity): such a request has no receipt. */
+function canonicalize (value: unknown): string | undefined {
+  try {
+    return canonicalJson(value)
+  } catch {
+    return undefined
+  }
+}
 
 /** A request's idempotency key, in `_meta` (the header spells it too). */
 export const META_IDEMPOTENCY_KEY = 'mocapi/idempotencyKey'
@@ -28,8 +37,8 @@ export interface ReceiptSettings {
   maxBytes: number
   /** ms a claim holds before its node is taken for gone, renewed every third of it. */
   lease: number
-  /** ms a round's receipt lives: as long as any node takes its token. */
-  roundTtl: number
+  /** ms a node may take a token after it expired by this node's clock (their clocks' skew): a round's receipt too. */
+  skew: number
   /** Duplicates that may wait for their first at once, in this process. */
   maxWaiting: number
   log: FastifyBaseLogger
@@ -100,12 +109,16 @@ export class Receipts {
     const who = call.principal.value ?? ''
     if (key !== undefined && typeof token !== 'string') {
       const era = call.client.protocolVersion === PROTOCOL_VERSION ? 'm' : 'l'
-      const request = canonicalize({ name: call.params.name, arguments: call.params.arguments ?? {} }) as string
+      const request = canonicalize({ name: call.params.name, arguments: call.params.arguments ?? {} })
+      if (request === undefined) return undefined
       call.callId = this.#digest(`c\0${who}\0${key}`)
       return new Claim(this, this.#digest(`k\0${era}\0${who}\0${key}`), this.#digest(`f\0${request}`), key, this.#settings.ttl)
     }
-    const answers = canonicalize(call.params.inputResponses ?? null) as string
-    return new Claim(this, this.#digest(`r\0${who}\0${token as string}\0${answers}`), '', undefined, this.#settings.roundTtl)
+    // A round's request: its target and arguments (as the token binds them), its token and its answers.
+    const { _meta, inputResponses, requestState, ...target } = call.params
+    const request = canonicalize([call.method, target, inputResponses ?? null])
+    if (request === undefined) return undefined
+    return new Claim(this, this.#digest(`r\0${who}\0${token as string}\0${request}`), '', undefined, undefined)
   }
 
   get settings (): ReceiptSettings {
@@ -217,10 +230,11 @@ export class Claim {
   readonly #receipts: Receipts
   readonly #fingerprint: string
   readonly #key: string | undefined
-  readonly #ttl: number
+  /** A keyed receipt's life; a round's ends with its token's (and the skew). */
+  readonly #ttl: number | undefined
   #claimed = false
 
-  constructor (receipts: Receipts, name: string, fingerprint: string, key: string | undefined, ttl: number) {
+  constructor (receipts: Receipts, name: string, fingerprint: string, key: string | undefined, ttl: number | undefined) {
     this.#receipts = receipts
     this.name = name
     this.#fingerprint = fingerprint
@@ -286,7 +300,7 @@ export class Claim {
     if (!this.#claimed) return
     const receipts = this.#receipts
     receipts.let(this)
-    const { store, maxBytes, announce } = receipts.settings
+    const { store, maxBytes, announce, skew } = receipts.settings
     try {
       if (!ran) {
         await store.release(this.name, this.holder)
@@ -301,7 +315,9 @@ export class Claim {
         kept.s = status
         if (taskId !== undefined) kept.t = taskId
       }
-      const written = await store.complete(this.name, this.holder, receipts.seal(this.name, kept), this.#ttl)
+      // A round whose token no longer opens ran nothing, so its receipt is never asked for past the token's life.
+      const ttl = this.#ttl ?? (call.tokenExpiresAt ?? Date.now()) + skew - Date.now()
+      const written = await store.complete(this.name, this.holder, receipts.seal(this.name, kept), Math.max(1, ttl))
       if (written === 'full') receipts.failed(new Error('the receipt store is full'))
       announce(this.name)
     } catch (error) {

@@ -219,7 +219,8 @@ t.test('a first call may answer by key without requestState', async (t) => {
 
 t.test('a handler that asks something else on replay breaks the ledger, and says which part differed', async (t) => {
   const asked = { message: 'First question?', schema: requestedSchema().string('x'), key: undefined as string | undefined, url: false }
-  const app = await build(t, {}, (app) => {
+  // The same round retried once per case: without receipts, each retry runs the handler again.
+  const app = await build(t, { receipts: false }, (app) => {
     app.mcp.tool({ name: 'fickle' }, async (_args, ctx) => {
       const a = asked.url
         ? await ctx.elicitUrl(asked.message, 'https://example.com/step', { key: asked.key ?? 'elicit-1' })

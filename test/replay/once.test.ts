@@ -260,9 +260,9 @@ t.test('single-use rounds on one node: a second retry is refused, and of two at 
   t.notOk(JSON.stringify(logs.lines).includes(first.body.result.requestState), 'the token is not logged')
 })
 
-t.test('without single use, a round may be retried again', async (t) => {
+t.test('without single use or receipts, a round may be retried again, each retry from its own token', async (t) => {
   const runs: Runs = {}
-  const app = await build(t, {}, (app) => booking(app, runs))
+  const app = await build(t, { receipts: false }, (app) => booking(app, runs))
   const first = await call(app, 'tools/call', { name: 'book' })
   const retry = { name: 'book', requestState: first.body.result.requestState, inputResponses: { 'elicit-1': { action: 'accept', content: { confirm: true } } } }
   const one = await call(app, 'tools/call', retry)
