@@ -15,7 +15,13 @@ t.test('call: arguments as strings, JSON, or one JSON object underneath', async 
     yes: true,
     tool: 'book',
     args: { to: 'Lisbon', direct: true, seats: 2, note: 'a=b', tags: ['x'] },
+    idempotencyKey: undefined,
   })
+  t.match(parseCommand(['call', URL_TEXT, 'book', '--idempotency-key', 'order-1'], {}), { idempotencyKey: 'order-1' })
+  for (const bad of ['', 'a b', 'x'.repeat(256)]) {
+    t.throws(() => parseCommand(['call', URL_TEXT, 'book', '--idempotency-key', bad], {}),
+      new UsageError('--idempotency-key takes 1 to 255 printable ASCII characters without spaces'))
+  }
   t.match(parseCommand(['call', URL_TEXT, 'book'], {}), { args: {}, json: false, yes: false })
 })
 

@@ -54,6 +54,8 @@ async function server (t: Test): Promise<string> {
     app.mcp.tool({ name: 'broken' }, () => ({ content: [{ type: 'text', text: 'it broke' }], isError: true }))
     app.mcp.tool({ name: 'data' }, () => ({ content: [], structuredContent: { a: 1 } }))
     app.mcp.tool({ name: 'quiet' }, () => ({ content: [] }))
+    let tickets = 0
+    app.mcp.tool({ name: 'ticket' }, () => `ticket #${++tickets}`)
     app.mcp.tool({ name: 'blocks' }, () => ({
       content: [
         { type: 'text', text: 'hi' },
@@ -199,6 +201,16 @@ t.test('a tool that runs as a task: followed to its end, its status on stderr, i
   t.equal(failed.code, 1)
   t.match(failed.stderr, /mocapi: error -32603: tools\/call "doomed": task [\w-]+ failed: the export broke\n$/)
   t.match(JSON.parse(failed.stdout), { error: { code: -32603 } })
+})
+
+t.test('--idempotency-key: the same command again gets the first run\'s reply, and the tool ran once', async (t) => {
+  const url = await server(t)
+  const first = await run(['call', url, 'ticket', '--idempotency-key', 'ticket-77'])
+  const again = await run(['call', url, 'ticket', '--idempotency-key', 'ticket-77'])
+  t.same(first, { code: 0, stdout: 'ticket #1\n', stderr: '' })
+  t.same(again, first, 'the first run\'s reply')
+  t.same(await run(['call', url, 'ticket', '--idempotency-key', 'ticket-78']), { code: 0, stdout: 'ticket #2\n', stderr: '' }, 'another key runs')
+  t.same(await run(['call', url, 'ticket']), { code: 0, stdout: 'ticket #3\n', stderr: '' }, 'no key runs')
 })
 
 t.test('--json prints the final result as one JSON line, nothing else on stdout', async (t) => {

@@ -265,6 +265,36 @@ t.test('a full memory store keeps no new receipt and says so; the call still run
   t.throws(() => new MemoryReceiptStore({ maxBytes: 0 }), { code: 'FST_MOCAPI_INVALID_OPTION' })
 })
 
+t.test('a shared bus with receipts in one process\'s memory is warned of once at startup; a shared store is not', async (t) => {
+  const shared = { publish () {}, subscribe () { return () => {} } }
+  for (const [receipts, warned] of [[undefined, 1], [{ store: new MemoryReceiptStore() }, 1], [{ store: sharedStore() }, 0], [false, 0]] as const) {
+    const logs = capturedLogs('warn')
+    const app = Fastify(logs.options)
+    await app.register(mocapi, { requestState: { keys: [KEY] }, bus: shared, receipts: receipts as MocapiOptions['receipts'] })
+    await app.ready()
+    t.equal(logs.lines.filter((line) => /receipts are kept in memory/.test(line.msg)).length, warned)
+    await app.close()
+  }
+  const logs = capturedLogs('warn')
+  const alone = Fastify(logs.options)
+  await alone.register(mocapi, { requestState: { keys: [KEY] } })
+  await alone.ready()
+  t.equal(logs.lines.length, 0, 'one node with its in-process bus: nothing to say')
+  await alone.close()
+})
+
+/** A store other than the memory one (a fleet's), which mocapi cannot tell apart from a shared one: memory-backed here. */
+function sharedStore () {
+  const inner = new MemoryReceiptStore()
+  return {
+    claim: inner.claim.bind(inner),
+    renew: inner.renew.bind(inner),
+    complete: inner.complete.bind(inner),
+    release: inner.release.bind(inner),
+    read: inner.read.bind(inner),
+  }
+}
+
 t.test('receipts options are checked at registration, naming the value', async (t) => {
   for (const [receipts, message] of [
     [{ store: {} }, /receipts.store must be a ReceiptStore/],
