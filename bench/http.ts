@@ -77,7 +77,8 @@ export interface Run {
   other: number
 }
 
-export async function load (server: Server, calls: readonly Call[]): Promise<Run> {
+/** `vary`: makes each request sent anew (a fresh idempotency key, say). */
+export async function load (server: Server, calls: readonly Call[], vary?: (request: autocannon.Request) => autocannon.Request): Promise<Run> {
   const cpu0 = await serverCpu(server)
   const own0 = ownCpu()
   const machine0 = machineCpu()
@@ -86,7 +87,13 @@ export async function load (server: Server, calls: readonly Call[]): Promise<Run
     url: `http://127.0.0.1:${server.port}/mcp`,
     connections: CONNECTIONS,
     duration: SECONDS,
-    requests: calls.map((c) => ({ method: 'POST', path: '/mcp', headers: headers(c), body: body(c) })),
+    requests: calls.map((c) => ({
+      method: 'POST',
+      path: '/mcp',
+      headers: headers(c),
+      body: body(c),
+      ...(vary !== undefined && { setupRequest: vary }),
+    })),
   })
   const elapsed = Number(process.hrtime.bigint() - start) / 1000
   const serverUsed = await serverCpu(server) - cpu0

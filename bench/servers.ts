@@ -35,7 +35,13 @@ const app = Fastify({ logger: false })
 if (kind === 'mocapi') {
   // BENCH_TOKEN_VERSION=1 seals the layout without per-token keys, to measure that cost apart.
   const tokenVersion = process.env.BENCH_TOKEN_VERSION === '1' ? 1 : 2
-  await app.register(mocapi, { requestState: { keys: [KEY], ttl: 3_600_000, tokenVersion } })
+  // BENCH_RECEIPTS: `off` (receipts: false), `redis` (RedisReceiptStore at BENCH_REDIS_URL), else the default store.
+  const receipts = process.env.BENCH_RECEIPTS === 'off'
+    ? false as const
+    : process.env.BENCH_RECEIPTS === 'redis'
+      ? { store: new (await import('../lib/redis/index.js')).RedisReceiptStore({ url: process.env.BENCH_REDIS_URL }) }
+      : undefined
+  await app.register(mocapi, { requestState: { keys: [KEY], ttl: 3_600_000, tokenVersion }, receipts })
   app.mcp.tool({ name: 'add', inputSchema: addInput }, (args: { a: number, b: number }) => String(args.a + args.b))
   app.mcp.tool({ name: 'book', inputSchema: bookInput }, async (args: { to: string }, ctx) => {
     const answer = await ctx.elicit(`Book a flight to ${args.to}?`, requestedSchema().boolean('confirm').choose('cabin', ['economy', 'business']))

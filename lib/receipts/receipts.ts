@@ -1,10 +1,11 @@
 // A call's receipt keeps its reply, so a duplicate (a retry whose reply was lost) gets that reply instead of a run.
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import serialize from 'canonicalize'
 import type { CallState } from '../call.js'
 import { ErrorCode, McpError, invalidParams, invalidRequest, unboundPrincipal } from '../errors.js'
 import { PROTOCOL_VERSION, isPlainObject, type JsonObject, type RequestId } from '../protocol/wire.js'
+import { digest } from '../seal/digest.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 import { InProcessBus, type NotificationBus } from '../bus/bus.js'
 import { MemoryReceiptStore, type ReceiptStore, type StoredReceipt } from './store.js'
@@ -108,25 +109,26 @@ export class Receipts {
     if (call.principal.state === 'unbound') throw unboundPrincipal()
     const who = call.principal.value ?? ''
     if (key !== undefined && typeof token !== 'string') {
-      const era = call.client.protocolVersion === PROTOCOL_VERSION ? 'm' : 'l'
       const request = canonicalize({ name: call.params.name, arguments: call.params.arguments ?? {} })
       if (request === undefined) return undefined
-      call.callId = this.#digest(`c\0${who}\0${key}`)
-      return new Claim(this, this.#digest(`k\0${era}\0${who}\0${key}`), this.#digest(`f\0${request}`), key, this.#settings.ttl)
+      // One keyed digest of caller and key: its first half is the call's id, its second the secret its name and the
+      // request's fingerprint are digested from (the era apart: a 2025-era reply is shaped for its era).
+      const secret = createHmac('sha256', this.#nameKey).update(`${who}\0${key}`).digest()
+      call.callId = secret.toString('base64url', 0, 16)
+      const half = secret.toString('latin1', 16)
+      const era = call.client.protocolVersion === PROTOCOL_VERSION ? 'm' : 'l'
+      return new Claim(this, digest(`k${era}`, half), digest(half, request), key, this.#settings.ttl)
     }
     // A round's request: its target and arguments (as the token binds them), its token and its answers.
     const { _meta, inputResponses, requestState, ...target } = call.params
     const request = canonicalize([call.method, target, inputResponses ?? null])
     if (request === undefined) return undefined
-    return new Claim(this, this.#digest(`r\0${who}\0${token as string}\0${request}`), '', undefined, undefined)
+    const name = createHmac('sha256', this.#nameKey).update(`r\0${who}\0${token as string}\0${request}`).digest()
+    return new Claim(this, name.toString('base64url', 0, 16), '', undefined)
   }
 
   get settings (): ReceiptSettings {
     return this.#settings
-  }
-
-  #digest (text: string): string {
-    return createHmac('sha256', this.#nameKey).update(text).digest().subarray(0, 16).toString('base64url')
   }
 
   seal (name: string, kept: Kept): string {
@@ -140,6 +142,13 @@ export class Receipts {
     } catch {
       return undefined
     }
+  }
+
+  /** A claim's holder id: 128 random bits from the ring's pool (a draw of its own per call costs as much again). */
+  holder (): string {
+    const bytes = Buffer.allocUnsafe(16)
+    this.#settings.ring.fillRandom(bytes, 0, 16)
+    return bytes.toString('base64url')
   }
 
   hold (claim: Claim): void {
@@ -224,7 +233,7 @@ export class Receipts {
 /** One request's receipt: claimed before the call runs, then settled with its reply, or released. */
 export class Claim {
   readonly name: string
-  readonly holder = randomBytes(16).toString('base64url')
+  readonly holder: string
   /** When the claim was made or last renewed. */
   since = Date.now()
   readonly #receipts: Receipts
@@ -234,22 +243,27 @@ export class Claim {
   readonly #ttl: number | undefined
   #claimed = false
 
-  constructor (receipts: Receipts, name: string, fingerprint: string, key: string | undefined, ttl: number | undefined) {
+  constructor (receipts: Receipts, name: string, fingerprint: string, key: string | undefined, ttl?: number) {
     this.#receipts = receipts
+    this.holder = receipts.holder()
     this.name = name
     this.#fingerprint = fingerprint
     this.#key = key
     this.#ttl = ttl
   }
 
-  /** Undefined when this request is to run: it holds the claim (or the store had no room); else its replay. */
-  async claim (call: CallState, signal: AbortSignal, waiting: () => void): Promise<Replay | undefined> {
+  /**
+   * Undefined when this request is to run: it holds the claim (or the store had no room); else its replay. `signal`
+   * is read only when the request must wait: most never do, and making a signal costs.
+   */
+  async claim (call: CallState, signal: () => AbortSignal, waiting: () => void): Promise<Replay | undefined> {
     const receipts = this.#receipts
     const { store, lease } = receipts.settings
     for (;;) {
       let held
       try {
-        held = await store.claim(this.name, this.holder, this.#fingerprint === '' ? '' : receipts.seal(this.name, { f: this.#fingerprint }), lease)
+        // A running claim holds the request's fingerprint as it is: a keyed digest, which tells the store nothing.
+        held = await store.claim(this.name, this.holder, this.#fingerprint, lease)
       } catch (error) {
         receipts.failed(error)
         return undefined
@@ -264,13 +278,14 @@ export class Claim {
         receipts.hold(this)
         return undefined
       }
-      const kept = receipts.open(this.name, held)
-      if (this.#key !== undefined && kept !== undefined && kept.f !== this.#fingerprint) {
+      const kept = held.state === 'done' ? receipts.open(this.name, held) : undefined
+      const fingerprint = held.state === 'done' ? kept?.f : held.sealed
+      if (this.#key !== undefined && fingerprint !== undefined && fingerprint !== this.#fingerprint) {
         throw invalidParams(`The idempotency key "${this.#key}" was used for another call: its tool or arguments differed; nothing ran`)
       }
       if (held.state === 'done') return await this.#replay(call, kept)
       waiting()
-      await receipts.wait(this.name, signal)
+      await receipts.wait(this.name, signal())
     }
   }
 

@@ -49,6 +49,8 @@ export class MemoryReceiptStore implements ReceiptStore {
   readonly #maxBytes: number
   readonly #now: () => number
   #bytes = 0
+  /** When the store last swept: a full store sweeps at most once a second, not on every write. */
+  #swept = -Infinity
 
   constructor (options: MemoryReceiptStoreOptions = {}) {
     this.#maxBytes = positiveInteger(options.maxBytes, 'MemoryReceiptStore maxBytes', DEFAULT_MAX_BYTES)
@@ -113,6 +115,8 @@ export class MemoryReceiptStore implements ReceiptStore {
 
   #sweep (): void {
     const now = this.#now()
+    if (now - this.#swept < 1_000) return
+    this.#swept = now
     for (const [name, receipt] of this.#receipts) if (receipt.until <= now) this.#drop(name, receipt)
   }
 }

@@ -142,7 +142,7 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
     try {
       receipt = parts.receipts?.of(state, parts.roundReceipts)
       // A duplicate that waits for its first is a slow reply as a handler's is: past the heartbeat, a stream.
-      const replay = await receipt?.claim(state, call.channel.signal, () => { call.channel.handlerStarted() })
+      const replay = await receipt?.claim(state, () => call.channel.signal, () => { call.channel.handlerStarted() })
       if (replay !== undefined) return replayed(call, replay, reply)
     } catch (error) {
       return fail(error, request, reply)
