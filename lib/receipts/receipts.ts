@@ -106,7 +106,11 @@ export class Receipts {
     const token = call.params.requestState
     const key = call.method === 'tools/call' ? keyOf(call) : undefined
     if (key === undefined && (typeof token !== 'string' || !roundReceipts || call.client.protocolVersion !== PROTOCOL_VERSION)) return undefined
-    if (call.principal.state === 'unbound') throw unboundPrincipal()
+    if (call.principal.state === 'unbound') {
+      // A round's token refuses such a caller itself; a keyed call would be anyone's.
+      if (typeof token === 'string') return undefined
+      throw unboundPrincipal()
+    }
     const who = call.principal.value ?? ''
     if (key !== undefined && typeof token !== 'string') {
       const request = canonicalize({ name: call.params.name, arguments: call.params.arguments ?? {} })

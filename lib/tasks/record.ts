@@ -53,8 +53,9 @@ export function journalFields (journal: Journal): Pick<TaskState, 'ledger' | 'ef
   const ledger = journal.answers.map((slot) => 'answer' in slot
     ? { k: slot.key, f: slot.fingerprint, r: slot.answer }
     : { k: slot.key, f: slot.fingerprint })
-  const fields = journal.effects.size > 0 ? { ledger, effects: [...journal.effects] } : { ledger }
-  return journal.callId === undefined ? fields : { ...fields, ctxCallId: journal.callId }
+  // Every pass's journal has its call's id (the engine gives it one).
+  const fields = { ledger, ctxCallId: journal.callId }
+  return journal.effects.size > 0 ? { ...fields, effects: [...journal.effects] } : fields
 }
 
 export interface Task {

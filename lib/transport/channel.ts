@@ -188,11 +188,6 @@ export class ReplyChannel implements NotificationStream {
     return undefined
   }
 
-  /** Whether the reply has become an event stream (its headers are gone). */
-  get streaming (): boolean {
-    return this.#streaming
-  }
-
   #serialized (message: object, statusCode: number): [string, number] {
     try {
       return [JSON.stringify(message), statusCode]

@@ -95,6 +95,21 @@ withRedis(t, 'receipts across nodes on a real Redis', async (t) => {
     }
   })
 
+  t.test('a value RedisReceiptStore did not write reads as nothing, and holds its name all the same', async (t) => {
+    const { createClient } = await import('redis')
+    const raw = createClient({ url: redis.url })
+    await raw.connect()
+    t.teardown(() => raw.close())
+    const store = new RedisReceiptStore({ url: redis.url, prefix: 'foreign:' })
+    t.teardown(() => store.close())
+    for (const value of ['garbage', `d${'x'.repeat(22)}soon|s`, `q${'x'.repeat(22)}5|s`, `r${'x'.repeat(22)}5`]) {
+      await raw.set('foreign:n', value)
+      t.equal(await store.read('n'), undefined, value)
+      t.match(await store.claim('n', 'h'.repeat(22), '', 1000), { state: 'done', holder: '' }, 'never taken over')
+    }
+    t.throws(() => new RedisReceiptStore({ url: redis.url, prefix: '' }), { code: 'FST_MOCAPI_INVALID_OPTION' })
+  })
+
   t.test('a keyed call sent to two nodes runs once; a duplicate waiting on one node is woken by the other\'s reply', async (t) => {
     const runs: Record<string, number> = {}
     const [a, b] = await Promise.all([node(t, redis.url, runs), node(t, redis.url, runs)])

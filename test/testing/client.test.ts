@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { requestedSchema } from '../../lib/index.js'
 import {
-  McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled,
+  McpClientError, accept, answers, byKind, cancel, createTestClient, decline, roots, sampled, textOf,
   type InputRequestView, type Notification,
 } from '../../lib/testing/index.js'
 import { headerValue } from '../../lib/testing/client.js'
@@ -394,4 +394,16 @@ t.test('an Mcp-Name that would not survive as it is goes base64-encoded', async 
   for (const name of [' lead', 'trail ', '\ttab', 'café', 'line\nbreak', '=?base64?SGk=?=']) {
     t.equal(headerValue(name), `=?base64?${Buffer.from(name).toString('base64')}?=`, JSON.stringify(name))
   }
+})
+
+t.test('an idempotency key: the same call again gets the first\'s reply, in either era', async (t) => {
+  let runs = 0
+  const app = await build(t, {}, (app) => { app.mcp.tool({ name: 'ticket' }, () => `ticket #${++runs}`) })
+  for (const protocolVersion of ['2026-07-28', '2025-11-25'] as const) {
+    const client = createTestClient(app, { protocolVersion })
+    const first = await client.callTool('ticket', {}, undefined, { idempotencyKey: `t-${protocolVersion}` })
+    const again = await client.callTool('ticket', {}, undefined, { idempotencyKey: `t-${protocolVersion}` })
+    t.same(textOf(again.result), textOf(first.result), protocolVersion)
+  }
+  t.equal(runs, 2, 'once per era\'s key')
 })
