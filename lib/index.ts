@@ -21,13 +21,12 @@ import { SessionCodec } from './legacy/session.js'
 import { legacyMethods } from './legacy/methods.js'
 import { StreamDelivery } from './legacy/stream-delivery.js'
 import { modernMethods } from './modern/methods.js'
-import { MAX_CLOCK_SKEW_MS, RequestStateCodec } from './modern/codec.js'
+import { RequestStateCodec } from './modern/codec.js'
 import { ReplayEngine } from './replay/engine.js'
 import { TokenDelivery } from './modern/token-delivery.js'
 import { keyRingOf } from './seal/keys.js'
 import { TaskSealer } from './tasks/record.js'
 import { Receipts } from './receipts/receipts.js'
-import { MemoryReceiptStore } from './receipts/store.js'
 import { MemoryTaskStore, type TaskStore } from './tasks/store.js'
 import { Tasks } from './tasks/tasks.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
@@ -89,25 +88,14 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   })
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, tasks)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
-  const receipts = options.receipts === undefined
-    ? undefined
-    : new Receipts({
-      ...options.receipts,
-      store: options.receipts.store ?? new MemoryReceiptStore(),
-      ring,
-      lease: options.lease,
-      skew: MAX_CLOCK_SKEW_MS,
-      maxWaiting: options.limits.waitingCalls,
-      log: fastify.log,
-      announce: (name) => { bus.publish({ kind: 'receipt', name }) },
-      taskHandle: (id, principal) => tasks.handle(id, principal),
-    })
+  const receiptParts = { ring, lease: options.lease, maxWaiting: options.limits.waitingCalls, log: fastify.log }
+  const receipts = options.receipts && new Receipts({ ...options.receipts, ...receiptParts, bus, tasks })
   const receiver = (message: object): void => { exchange.received(message) }
   bus.attach({ session: hub, tasks, streams: subscriptions, receipts, receiver })
   fastify.addHook('onReady', async () => {
     await bus.ready()
     tasks.warn(fastify.log, options.taskStore, notificationBus)
-    receipts?.warn(options.receipts?.store, notificationBus)
+    receipts?.warn(notificationBus)
   })
 
   const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills }
@@ -176,7 +164,7 @@ export type {
   ResourceReturn,
 } from './features/resources.js'
 export { InProcessBus, type NotificationBus, type BusEvent } from './bus/bus.js'
-export type { ChangeEvent, SessionEvent, TaskEvent } from './bus/events.js'
+export type { ChangeEvent, SessionEvent, TaskEvent, ReceiptEvent } from './bus/events.js'
 export { requestedSchema, type RequestedSchemaBuilder, type RequestedSchema, type Infer } from './elicitation/schema.js'
 export type { ElicitAnswer } from './elicitation/answers.js'
 export {

@@ -10,7 +10,7 @@ import type { ReceiptStore } from './receipts/store.js'
 import type { NotificationBus } from './bus/bus.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './modern/codec.js'
 import { MAKE_KEY } from './seal/keys.js'
-import { LEGACY_VERSIONS, PROTOCOL_VERSION, isPlainObject, type Implementation } from './protocol/wire.js'
+import { LEGACY_VERSIONS, PROTOCOL_VERSION, type Implementation } from './protocol/wire.js'
 import { resolveProtectedResource, type ProtectedResourceOptions } from './transport/oauth.js'
 import { MOCAPI_VERSION } from './version.js'
 
@@ -50,10 +50,7 @@ export interface MocapiOptions {
      */
     singleUse?: boolean | undefined
   } | undefined
-  /**
-   * Receipts: a retried round's reply, and a `tools/call`'s with an idempotency key (`Idempotency-Key`, or
-   * `params._meta["mocapi/idempotencyKey"]`), kept so a duplicate gets it instead of a second run. `false`: none.
-   */
+  /** Replies kept so a duplicate (a retried round, a keyed `tools/call`) gets one, not a run. `false`: none. */
   receipts?: false | {
     /** Where receipts live: `RedisReceiptStore` across a fleet. Default: in this process's memory (64 MiB). */
     store?: ReceiptStore | undefined
@@ -281,26 +278,22 @@ function serverInfoOf (value: unknown): Implementation {
   return title === undefined ? { name, version } : { name, version, title }
 }
 
-/** A `TaskStore` given in `tasks.store`: an object with `create`, `get` and `update` functions. */
-function taskStoreOf (value: unknown): TaskStore | undefined {
+/** A store or bus given as an option: an object with these functions, else `needs` and the value given. */
+function withMethods<T> (value: unknown, methods: readonly string[], needs: string): T | undefined {
   if (value === undefined) return undefined
-  const store = value as Record<string, unknown> | null
-  if (typeof store !== 'object' || store === null || ['create', 'get', 'update'].some((name) => typeof store[name] !== 'function')) {
-    throw new InvalidOptionError(`tasks.store must be a TaskStore (an object with create, get and update functions), got ${describe(value)}`)
+  const given = value as Record<string, unknown> | null
+  if (typeof given !== 'object' || given === null || Array.isArray(given) || methods.some((method) => typeof given[method] !== 'function')) {
+    throw new InvalidOptionError(`${needs}, got ${describe(value)}`)
   }
-  return value as TaskStore
+  return value as T
 }
 
 function receiptsOf (value: unknown) {
   if (value === false) return undefined
   const given = section(value, 'receipts', RECEIPTS)
-  const store = given.store
-  if (store !== undefined && (typeof store !== 'object' || store === null ||
-    ['claim', 'renew', 'complete', 'release', 'read'].some((name) => typeof (store as Record<string, unknown>)[name] !== 'function'))) {
-    throw new InvalidOptionError(`receipts.store must be a ReceiptStore (claim, renew, complete, release and read), got ${describe(store)}`)
-  }
   return {
-    store: store as ReceiptStore | undefined,
+    store: withMethods<ReceiptStore>(given.store, ['claim', 'renew', 'complete', 'release', 'read'],
+      'receipts.store must be a ReceiptStore (an object with claim, renew, complete, release and read functions)'),
     ttl: timerMs(given.ttl, 'receipts.ttl', RECEIPTS.ttl),
     maxBytes: positiveInteger(given.maxBytes, 'receipts.maxBytes', RECEIPTS.maxBytes),
   }
@@ -308,14 +301,12 @@ function receiptsOf (value: unknown) {
 
 /** The bus, which `singleUse` needs to claim with. */
 function busOf (value: unknown, singleUse: boolean): NotificationBus | undefined {
-  if (value !== undefined && (!isPlainObject(value) || typeof value.publish !== 'function' || typeof value.subscribe !== 'function')) {
-    throw new InvalidOptionError(`bus must have publish() and subscribe() methods, got ${describe(value)}`)
-  }
-  if (singleUse && value !== undefined && typeof (value as { claim?: unknown }).claim !== 'function') {
+  const bus = withMethods<NotificationBus>(value, ['publish', 'subscribe'], 'bus must have publish() and subscribe() methods')
+  if (singleUse && bus !== undefined && typeof bus.claim !== 'function') {
     throw new InvalidOptionError('requestState.singleUse needs a bus with a claim(id, ttlMs) method to refuse a second retry fleet-wide; ' +
       'the bus given has none')
   }
-  return value as NotificationBus | undefined
+  return bus
 }
 
 function disableOf (value: unknown): boolean | ((client: Implementation | undefined) => boolean) {
@@ -361,7 +352,8 @@ export function resolveOptions (opts: unknown) {
     sessionTtl: timerMs(session.ttl, 'session.ttl', SESSION.ttl),
     answerTimeout: timerMs(session.answerTimeout, 'session.answerTimeout', SESSION.answerTimeout),
     bus: busOf(o.bus, requestState.singleUse),
-    taskStore: taskStoreOf(tasks.store),
+    taskStore: withMethods<TaskStore>(tasks.store, ['create', 'get', 'update'],
+      'tasks.store must be a TaskStore (an object with create, get and update functions)'),
     lease: timerMs(tasks.lease, 'tasks.lease', LEASE),
     protectedResource: resolveProtectedResource(o.protectedResource),
     elicitationDisable: disableOf(o.elicitation),

@@ -5,7 +5,7 @@ import { ExpiredRequestStateError, InvalidRequestStateError } from '../errors.js
 import { Journal, isCallId, type AnswerSlot } from '../journal.js'
 import { notJson } from '../protocol/json.js'
 import { isPlainObject } from '../protocol/wire.js'
-import { Sealer, type KeyRing } from '../seal/seal.js'
+import { MAX_CLOCK_SKEW_MS, Sealer, type KeyRing } from '../seal/seal.js'
 
 export interface RequestStatePayload {
   method: string
@@ -26,8 +26,7 @@ interface RequestStateCodecParts {
 
 export const DEFAULT_MAX_TOKEN_LENGTH = 65_536
 
-/** How far in the future `issuedAt` may lie, for clock skew between instances. */
-export const MAX_CLOCK_SKEW_MS = 60_000
+export { MAX_CLOCK_SKEW_MS }
 
 const REQUEST_STATE_PURPOSE = 2
 

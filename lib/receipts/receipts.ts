@@ -8,6 +8,8 @@ import { PROTOCOL_VERSION, isPlainObject, type JsonObject, type RequestId } from
 import { digest } from '../seal/digest.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 import { InProcessBus, type NotificationBus } from '../bus/bus.js'
+import type { ReceiptEvent } from '../bus/events.js'
+import { MAX_CLOCK_SKEW_MS } from '../seal/seal.js'
 import { MemoryReceiptStore, type ReceiptStore, type StoredReceipt } from './store.js'
 
 // RFC 8785 canonical JSON: its CommonJS default export is the function its types describe as a module.
@@ -30,7 +32,8 @@ const RECEIPT_PURPOSE = 6
 const WARN_EVERY_MS = 60_000
 
 export interface ReceiptSettings {
-  store: ReceiptStore
+  /** Default: a `MemoryReceiptStore`. */
+  store?: ReceiptStore | undefined
   ring: KeyRing
   /** ms a keyed receipt lives. */
   ttl: number
@@ -38,15 +41,13 @@ export interface ReceiptSettings {
   maxBytes: number
   /** ms a claim holds before its node is taken for gone, renewed every third of it. */
   lease: number
-  /** ms a node may take a token after it expired by this node's clock (their clocks' skew): a round's receipt too. */
-  skew: number
   /** Duplicates that may wait for their first at once, in this process. */
   maxWaiting: number
   log: FastifyBaseLogger
   /** Tells every node a receipt is done, so duplicates waiting there read it. */
-  announce: (name: string) => void
+  bus: { publish (event: ReceiptEvent): void }
   /** A task's handle now (`taskId`, `status`, …) for its owner, or undefined. */
-  taskHandle: (id: string, principal: string | null) => Promise<JsonObject | undefined>
+  tasks: { handle (id: string, principal: string | null): Promise<JsonObject | undefined> }
 }
 
 /** What a duplicate is answered: the first's reply with its own id. */
@@ -92,8 +93,11 @@ export class Receipts {
   #waiters = 0
   #warned = -Infinity
 
+  readonly #store: ReceiptStore
+
   constructor (settings: ReceiptSettings) {
     this.#settings = settings
+    this.#store = settings.store ?? new MemoryReceiptStore()
     // Names are digested under a key of their own, derived from the ring's first: stable across the fleet.
     this.#nameKey = createHmac('sha256', settings.ring.primary.key).update('mocapi receipts').digest()
     this.#sealer = new Sealer(settings.ring, RECEIPT_PURPOSE, Math.ceil(settings.maxBytes * 4 / 3) + 4096)
@@ -135,6 +139,10 @@ export class Receipts {
     return this.#settings
   }
 
+  get store (): ReceiptStore {
+    return this.#store
+  }
+
   seal (name: string, kept: Kept): string {
     return this.#sealer.seal(JSON.stringify(kept), name)
   }
@@ -165,7 +173,8 @@ export class Receipts {
 
   /** Claims held longer than a third of the lease are renewed, so their node is not taken for gone while it runs. */
   #renew (): void {
-    const { store, lease } = this.#settings
+    const { lease } = this.#settings
+    const store = this.#store
     const due = Date.now() - lease / 3
     for (const claim of this.#held) {
       if (claim.since > due) continue
@@ -221,8 +230,8 @@ export class Receipts {
   }
 
   /** At startup: receipts kept in one node's memory while the bus is shared, so a duplicate on another node runs. */
-  warn (store: ReceiptStore | undefined, bus: NotificationBus): void {
-    if ((store === undefined || store instanceof MemoryReceiptStore) && !(bus instanceof InProcessBus)) {
+  warn (bus: NotificationBus): void {
+    if (this.#store instanceof MemoryReceiptStore && !(bus instanceof InProcessBus)) {
       this.#settings.log.warn('mocapi: receipts are kept in memory (no receipts.store configured) while the bus is shared: ' +
         'a duplicate that reaches another node runs again; use RedisReceiptStore from mocapi/redis')
     }
@@ -230,7 +239,7 @@ export class Receipts {
 
   async close (): Promise<void> {
     clearInterval(this.#renewal)
-    await this.#settings.store.close?.()
+    await this.#store.close?.()
   }
 }
 
@@ -262,7 +271,8 @@ export class Claim {
    */
   async claim (call: CallState, signal: () => AbortSignal, waiting: () => void): Promise<Replay | undefined> {
     const receipts = this.#receipts
-    const { store, lease } = receipts.settings
+    const { lease } = receipts.settings
+    const store = receipts.store
     for (;;) {
       let held
       try {
@@ -301,7 +311,7 @@ export class Claim {
     }
     let body = kept.b
     if (kept.t !== undefined) {
-      const handle = await this.#receipts.settings.taskHandle(kept.t, call.principal.value)
+      const handle = await this.#receipts.settings.tasks.handle(kept.t, call.principal.value)
       if (handle !== undefined) {
         const result = (JSON.parse(`{${body}`) as { result: JsonObject }).result
         body = `${JSON.stringify({ result: { ...result, ...handle } }).slice(1)}`
@@ -319,7 +329,8 @@ export class Claim {
     if (!this.#claimed) return
     const receipts = this.#receipts
     receipts.let(this)
-    const { store, maxBytes, announce, skew } = receipts.settings
+    const { maxBytes, bus } = receipts.settings
+    const store = receipts.store
     try {
       if (!ran) {
         await store.release(this.name, this.holder)
@@ -335,10 +346,10 @@ export class Claim {
         if (taskId !== undefined) kept.t = taskId
       }
       // A round whose token no longer opens ran nothing, so its receipt is never asked for past the token's life.
-      const ttl = this.#ttl ?? (call.tokenExpiresAt ?? Date.now()) + skew - Date.now()
+      const ttl = this.#ttl ?? (call.tokenExpiresAt ?? Date.now()) + MAX_CLOCK_SKEW_MS - Date.now()
       const written = await store.complete(this.name, this.holder, receipts.seal(this.name, kept), Math.max(1, ttl))
       if (written === 'full') receipts.failed(new Error('the receipt store is full'))
-      announce(this.name)
+      bus.publish({ kind: 'receipt', name: this.name })
     } catch (error) {
       receipts.failed(error)
     }

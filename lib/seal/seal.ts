@@ -21,6 +21,9 @@ const OPENED_SALTS = 1024
 
 export type TokenVersion = 1 | 2
 
+/** How far ahead of a node's clock a token's `issuedAt` may lie: the skew between nodes' clocks a token survives. */
+export const MAX_CLOCK_SKEW_MS = 60_000
+
 interface RingKey {
   key: KeyObject
   id: number
