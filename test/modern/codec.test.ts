@@ -123,6 +123,21 @@ t.test('round trip', async (t) => {
   t.notOk('answer' in slots[1])
 })
 
+t.test('a call id travels as the 8th member, with the round (0 when none was given) and the effects before it', async (t) => {
+  const key = ephemeralKey()
+  const codec = codecFor([key])
+  const callId = 'A'.repeat(22)
+  const journal = new Journal(payload.journal.answers, [], callId)
+  const decoded = codec.decode(codec.encode({ ...payload, issuedAt: T0, journal }))
+  t.equal(decoded.journal.callId, callId)
+  t.equal(decoded.round, 0)
+  t.same(JSON.parse(open(key, codec.encode({ ...payload, issuedAt: T0, journal }))).slice(5), [0, [], callId])
+  for (const bad of ['short', 7, 'A'.repeat(21) + '!']) {
+    const array = [...plaintext({ ...payload, issuedAt: T0 }), 1, [], bad]
+    t.equal(reason(() => codec.decode(seal(key, JSON.stringify(array)))), 'malformed payload', `call id ${String(bad)}`)
+  }
+})
+
 t.test('the plaintext is the compact array form', async (t) => {
   const key = ephemeralKey()
   const codec = codecFor([key])

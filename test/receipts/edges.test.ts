@@ -104,6 +104,37 @@ t.test('a failing store keeps no receipt, the call runs, and the operator hears 
   t.equal(warned[0].err.message, 'the store\'s claim failed')
 })
 
+t.test('a receipt whose sealed reply does not open (a store writer changed it) answers 409 reply-not-kept, and nothing runs again', async (t) => {
+  const inner = new MemoryReceiptStore()
+  let corrupt = false
+  const spoil = async (answer: Promise<any>) => {
+    const got = await answer
+    return corrupt && typeof got === 'object' && got !== null ? { ...got, sealed: `${got.sealed as string}x` } : got
+  }
+  const store: ReceiptStore = {
+    claim: (...args) => spoil(inner.claim(...args)),
+    renew: inner.renew.bind(inner),
+    complete: inner.complete.bind(inner),
+    release: inner.release.bind(inner),
+    read: (name) => spoil(inner.read(name)),
+  }
+  const { url, runs } = await server(t, { receipts: { store } })
+  await postHttp(url, 'tools/call', { name: 'order', arguments: {} }, keyed('spoiled'))
+  corrupt = true
+  const duplicate = await postHttp(url, 'tools/call', { name: 'order', arguments: {} }, keyed('spoiled'))
+  t.equal(duplicate.status, 409)
+  t.match(duplicate.body.error, { code: -32600, data: { reason: 'reply-not-kept' } })
+  t.equal(runs.order, 1)
+})
+
+t.test('a memory store with no room even for a claim: the call runs without a receipt', async (t) => {
+  const { url, runs, lines } = await server(t, { receipts: { store: new MemoryReceiptStore({ maxBytes: 10 }) } })
+  await postHttp(url, 'tools/call', { name: 'order', arguments: {} }, keyed('full'))
+  await postHttp(url, 'tools/call', { name: 'order', arguments: {} }, keyed('full'))
+  t.equal(runs.order, 2)
+  t.ok(lines.some((line) => line.level === 40 && line.err?.message === 'the receipt store is full'))
+})
+
 t.test('a renewal that fails, or finds the claim gone, is let go; the call still answers', async (t) => {
   const { store, failing, lost } = faulty()
   const { url, runs, lines } = await server(t, { tasks: { lease: 150 }, receipts: { store } })
