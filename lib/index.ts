@@ -89,7 +89,8 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, tasks)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
   const receiptParts = { ring, lease: options.lease, maxWaiting: options.limits.waitingCalls, log: fastify.log }
-  const receipts = options.receipts && new Receipts({ ...options.receipts, ...receiptParts, bus, tasks })
+  const shared = notificationBus instanceof InProcessBus ? undefined : bus
+  const receipts = options.receipts && new Receipts({ ...options.receipts, ...receiptParts, bus: shared, tasks })
   const receiver = (message: object): void => { exchange.received(message) }
   bus.attach({ session: hub, tasks, streams: subscriptions, receipts, receiver })
   fastify.addHook('onReady', async () => {

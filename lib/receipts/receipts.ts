@@ -44,8 +44,8 @@ export interface ReceiptSettings {
   /** Duplicates that may wait for their first at once, in this process. */
   maxWaiting: number
   log: FastifyBaseLogger
-  /** Tells every node a receipt is done, so duplicates waiting there read it. */
-  bus: { publish (event: ReceiptEvent): void }
+  /** Tells every node a receipt is done, so duplicates waiting there read it; none when this node is alone. */
+  bus: { publish (event: ReceiptEvent): void } | undefined
   /** A task's handle now (`taskId`, `status`, …) for its owner, or undefined. */
   tasks: { handle (id: string, principal: string | null): Promise<JsonObject | undefined> }
 }
@@ -85,7 +85,10 @@ function keyOf (call: CallState): string | undefined {
 
 export class Receipts {
   readonly #settings: ReceiptSettings
-  readonly #nameKey: Buffer
+  /** A key derived from the ring's first, in hex: names and call ids are SHA-256 of it and the request, cut short. */
+  readonly #secret: string
+  /** Replies are sealed for a store other nodes read; the memory store is this process's own, which holds the keys. */
+  readonly #seals: boolean
   readonly #sealer: Sealer
   readonly #waiting = new Map<string, Set<() => void>>()
   readonly #held = new Set<Claim>()
@@ -98,8 +101,9 @@ export class Receipts {
   constructor (settings: ReceiptSettings) {
     this.#settings = settings
     this.#store = settings.store ?? new MemoryReceiptStore()
-    // Names are digested under a key of their own, derived from the ring's first: stable across the fleet.
-    this.#nameKey = createHmac('sha256', settings.ring.primary.key).update('mocapi receipts').digest()
+    this.#seals = !(this.#store instanceof MemoryReceiptStore)
+    // A prefix secret hashed and cut to 128 bits: no length extension without the other 128 bits of the state.
+    this.#secret = createHmac('sha256', settings.ring.primary.key).update('mocapi receipts').digest('hex')
     this.#sealer = new Sealer(settings.ring, RECEIPT_PURPOSE, Math.ceil(settings.maxBytes * 4 / 3) + 4096)
     this.#renewal = setInterval(() => { this.#renew() }, Math.max(1, Math.floor(settings.lease / 3)))
     this.#renewal.unref()
@@ -119,20 +123,16 @@ export class Receipts {
     if (key !== undefined && typeof token !== 'string') {
       const request = canonicalize({ name: call.params.name, arguments: call.params.arguments ?? {} })
       if (request === undefined) return undefined
-      // One keyed digest of caller and key: its first half is the call's id, its second the secret its name and the
-      // request's fingerprint are digested from (the era apart: a 2025-era reply is shaped for its era).
-      const secret = createHmac('sha256', this.#nameKey).update(`${who}\0${key}`).digest()
-      call.callId = secret.toString('base64url', 0, 16)
-      const half = secret.toString('latin1', 16)
+      call.callId = digest(this.#secret, `c\0${who}\0${key}`)
       const era = call.client.protocolVersion === PROTOCOL_VERSION ? 'm' : 'l'
-      return new Claim(this, digest(`k${era}`, half), digest(half, request), key, this.#settings.ttl)
+      const name = digest(this.#secret, `k${era}\0${who}\0${key}`)
+      return new Claim(this, name, digest(this.#secret, `f\0${who}\0${key}\0${request}`), key, this.#settings.ttl)
     }
     // A round's request: its target and arguments (as the token binds them), its token and its answers.
     const { _meta, inputResponses, requestState, ...target } = call.params
     const request = canonicalize([call.method, target, inputResponses ?? null])
     if (request === undefined) return undefined
-    const name = createHmac('sha256', this.#nameKey).update(`r\0${who}\0${token as string}\0${request}`).digest()
-    return new Claim(this, name.toString('base64url', 0, 16), '', undefined)
+    return new Claim(this, digest(this.#secret, `r\0${who}\0${token as string}\0${request}`), '', undefined)
   }
 
   get settings (): ReceiptSettings {
@@ -144,13 +144,14 @@ export class Receipts {
   }
 
   seal (name: string, kept: Kept): string {
-    return this.#sealer.seal(JSON.stringify(kept), name)
+    const json = JSON.stringify(kept)
+    return this.#seals ? this.#sealer.seal(json, name) : json
   }
 
   open (name: string, receipt: StoredReceipt): Kept | undefined {
     if (receipt.sealed === '') return undefined
     try {
-      return JSON.parse(this.#sealer.open(receipt.sealed, name)) as Kept
+      return JSON.parse(this.#seals ? this.#sealer.open(receipt.sealed, name) : receipt.sealed) as Kept
     } catch {
       return undefined
     }
@@ -349,7 +350,8 @@ export class Claim {
       const ttl = this.#ttl ?? (call.tokenExpiresAt ?? Date.now()) + MAX_CLOCK_SKEW_MS - Date.now()
       const written = await store.complete(this.name, this.holder, receipts.seal(this.name, kept), Math.max(1, ttl))
       if (written === 'full') receipts.failed(new Error('the receipt store is full'))
-      bus.publish({ kind: 'receipt', name: this.name })
+      if (bus === undefined) receipts.settled(this.name)
+      else bus.publish({ kind: 'receipt', name: this.name })
     } catch (error) {
       receipts.failed(error)
     }

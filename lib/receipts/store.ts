@@ -45,7 +45,8 @@ const DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 /** The default store, in this process (a duplicate on another node runs again), bounded in characters. */
 export class MemoryReceiptStore implements ReceiptStore {
-  readonly #receipts = new Map<string, StoredReceipt>()
+  // Each receipt one string, `<r|d><holder><until>|<sealed>`: a map of strings is all a collection has to mark.
+  readonly #receipts = new Map<string, string>()
   readonly #maxBytes: number
   readonly #now: () => number
   #bytes = 0
@@ -64,59 +65,86 @@ export class MemoryReceiptStore implements ReceiptStore {
 
   async claim (name: string, holder: string, sealed: string, leaseMs: number): Promise<'claimed' | 'full' | StoredReceipt> {
     const kept = this.#live(name)
-    if (kept !== undefined) return kept
-    return this.#put(name, { state: 'running', holder, until: this.#now() + leaseMs, sealed }) ? 'claimed' : 'full'
+    if (kept !== undefined) return decodeReceipt(kept) as StoredReceipt
+    return this.#put(name, encodeReceipt('r', holder, this.#now() + leaseMs, sealed)) ? 'claimed' : 'full'
   }
 
   async renew (name: string, holder: string, leaseMs: number): Promise<boolean> {
-    const kept = this.#live(name)
-    if (kept?.state !== 'running' || kept.holder !== holder) return false
-    this.#receipts.set(name, { ...kept, until: this.#now() + leaseMs })
+    const kept = this.#running(name, holder)
+    if (kept === undefined) return false
+    this.#drop(name, kept)
+    this.#put(name, encodeReceipt('r', holder, this.#now() + leaseMs, (decodeReceipt(kept) as StoredReceipt).sealed))
     return true
   }
 
   async complete (name: string, holder: string, sealed: string, ttlMs: number): Promise<ReceiptWrite> {
-    const kept = this.#live(name)
-    if (kept?.state !== 'running' || kept.holder !== holder) return 'lost'
+    const kept = this.#running(name, holder)
+    if (kept === undefined) return 'lost'
     this.#drop(name, kept)
-    if (this.#put(name, { state: 'done', holder, until: this.#now() + ttlMs, sealed })) return 'written'
-    return 'full'
+    return this.#put(name, encodeReceipt('d', holder, this.#now() + ttlMs, sealed)) ? 'written' : 'full'
   }
 
   async release (name: string, holder: string): Promise<void> {
-    const kept = this.#receipts.get(name)
-    if (kept?.state === 'running' && kept.holder === holder) this.#drop(name, kept)
+    const kept = this.#running(name, holder)
+    if (kept !== undefined) this.#drop(name, kept)
   }
 
   async read (name: string): Promise<StoredReceipt | undefined> {
-    return this.#live(name)
+    const kept = this.#live(name)
+    return decodeReceipt(kept)
   }
 
-  #put (name: string, receipt: StoredReceipt): boolean {
-    const size = name.length + receipt.sealed.length
+  #running (name: string, holder: string): string | undefined {
+    const kept = this.#live(name)
+    return kept !== undefined && kept.startsWith(`r${holder}`) ? kept : undefined
+  }
+
+  #put (name: string, value: string): boolean {
+    const size = name.length + value.length
     if (this.#bytes + size > this.#maxBytes) this.#sweep()
     if (this.#bytes + size > this.#maxBytes) return false
-    this.#receipts.set(name, receipt)
+    this.#receipts.set(name, value)
     this.#bytes += size
     return true
   }
 
-  #live (name: string): StoredReceipt | undefined {
+  #live (name: string): string | undefined {
     const kept = this.#receipts.get(name)
-    if (kept === undefined || kept.until > this.#now()) return kept
+    if (kept === undefined || untilOf(kept) > this.#now()) return kept
     this.#drop(name, kept)
     return undefined
   }
 
-  #drop (name: string, receipt: StoredReceipt): void {
+  #drop (name: string, value: string): void {
     this.#receipts.delete(name)
-    this.#bytes -= name.length + receipt.sealed.length
+    this.#bytes -= name.length + value.length
   }
 
   #sweep (): void {
     const now = this.#now()
     if (now - this.#swept < 1_000) return
     this.#swept = now
-    for (const [name, receipt] of this.#receipts) if (receipt.until <= now) this.#drop(name, receipt)
+    for (const [name, value] of this.#receipts) if (untilOf(value) <= now) this.#drop(name, value)
   }
+}
+
+/** A holder is 22 characters (`StoredReceipt.holder`), so the state and holder make the first 23. */
+const HOLDER_END = 23
+
+/** A receipt as one string, `<r|d><holder><until>|<sealed>`: how mocapi's stores keep it. */
+export function encodeReceipt (state: 'r' | 'd', holder: string, until: number, sealed: string): string {
+  return `${state}${holder}${until}|${sealed}`
+}
+
+function untilOf (value: string): number {
+  return Number(value.slice(HOLDER_END, value.indexOf('|', HOLDER_END)))
+}
+
+/** The receipt a value of {@link encodeReceipt} holds, or undefined for anything else. */
+export function decodeReceipt (value: unknown): StoredReceipt | undefined {
+  if (typeof value !== 'string' || value.length < HOLDER_END + 2) return undefined
+  const bar = value.indexOf('|', HOLDER_END)
+  const until = untilOf(value)
+  if (bar === -1 || !Number.isSafeInteger(until) || (value[0] !== 'r' && value[0] !== 'd')) return undefined
+  return { state: value[0] === 'r' ? 'running' : 'done', holder: value.slice(1, HOLDER_END), until, sealed: value.slice(bar + 1) }
 }

@@ -1,5 +1,5 @@
 import { noop, nonEmptyString, optionalFunction } from '../check.js'
-import type { ReceiptStore, ReceiptWrite, StoredReceipt } from '../receipts/store.js'
+import { decodeReceipt, encodeReceipt, type ReceiptStore, type ReceiptWrite, type StoredReceipt } from '../receipts/store.js'
 import { Commands, redisConnection, type RedisCommandConnection } from './connection.js'
 
 /** Options of {@link RedisReceiptStore}. */
@@ -30,18 +30,6 @@ const RELEASE = `local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, ${HOLDER_END}) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0`
 
-function encode (state: 'r' | 'd', holder: string, until: number, sealed: string): string {
-  return `${state}${holder}${until}|${sealed}`
-}
-
-function decode (value: unknown): StoredReceipt | undefined {
-  if (typeof value !== 'string' || value.length < HOLDER_END + 2) return undefined
-  const bar = value.indexOf('|', HOLDER_END)
-  const until = Number(value.slice(HOLDER_END, bar))
-  if (bar === -1 || !Number.isSafeInteger(until) || (value[0] !== 'r' && value[0] !== 'd')) return undefined
-  return { state: value[0] === 'r' ? 'running' : 'done', holder: value.slice(1, HOLDER_END), until, sealed: value.slice(bar + 1) }
-}
-
 /**
  * A {@link ReceiptStore} on Redis, shared by every node: a key per receipt, claimed with one `SET NX PX`, bounded by
  * the server's `maxmemory` (every key expires: docs/deploy.md#receipts).
@@ -65,22 +53,22 @@ export class RedisReceiptStore implements ReceiptStore {
 
   async claim (name: string, holder: string, sealed: string, leaseMs: number): Promise<'claimed' | 'full' | StoredReceipt> {
     const lease = Math.max(1, Math.ceil(leaseMs))
-    const value = encode('r', holder, Date.now() + lease, sealed)
+    const value = encodeReceipt('r', holder, Date.now() + lease, sealed)
     const held = await this.#commands.send(['EVAL', CLAIM, '1', this.#prefix + name, value, String(lease)])
     if (held === null) return 'claimed'
-    return decode(held) ?? { state: 'done', holder: '', until: Date.now(), sealed: '' }
+    return decodeReceipt(held) ?? { state: 'done', holder: '', until: Date.now(), sealed: '' }
   }
 
   async renew (name: string, holder: string, leaseMs: number): Promise<boolean> {
     const lease = Math.max(1, Math.ceil(leaseMs))
     const current = await this.read(name)
     if (current?.state !== 'running' || current.holder !== holder) return false
-    return await this.#replace(name, holder, encode('r', holder, Date.now() + lease, current.sealed), lease)
+    return await this.#replace(name, holder, encodeReceipt('r', holder, Date.now() + lease, current.sealed), lease)
   }
 
   async complete (name: string, holder: string, sealed: string, ttlMs: number): Promise<ReceiptWrite> {
     const ttl = Math.max(1, Math.ceil(ttlMs))
-    return await this.#replace(name, holder, encode('d', holder, Date.now() + ttl, sealed), ttl) ? 'written' : 'lost'
+    return await this.#replace(name, holder, encodeReceipt('d', holder, Date.now() + ttl, sealed), ttl) ? 'written' : 'lost'
   }
 
   async release (name: string, holder: string): Promise<void> {
@@ -88,7 +76,7 @@ export class RedisReceiptStore implements ReceiptStore {
   }
 
   async read (name: string): Promise<StoredReceipt | undefined> {
-    return decode(await this.#commands.send(['GET', this.#prefix + name]))
+    return decodeReceipt(await this.#commands.send(['GET', this.#prefix + name]))
   }
 
   async close (): Promise<void> {

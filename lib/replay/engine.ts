@@ -1,7 +1,6 @@
 import type { Asked, CallState, Delivery } from '../call.js'
 import { ErrorCode, McpError, invalidParams, unboundPrincipal } from '../errors.js'
 import type { InputRequiredResult } from '../protocol/wire.js'
-import { newCallId } from '../journal.js'
 import { ReplayPass, type RoundBudget } from './pass.js'
 
 /** How a call's passes ended, and the round the last one ran as (1 for a first call). */
@@ -31,7 +30,8 @@ export class ReplayEngine {
     let { journal, responses, round } = started instanceof Promise ? await started : started
     call.ran = true
     call.stream.handlerStarted?.()
-    call.callId = journal.callId ??= call.callId ?? newCallId()
+    // The call's id is minted when first read (`ctx.callId`), then carried in the journal: most calls never read it.
+    if (journal.callId !== undefined) call.callId = journal.callId
     // Read at each ask, not kept: a call that detaches mid-pass carries its questions in its task from then on.
     const budget: RoundBudget = {
       size: this.#size,
@@ -50,6 +50,7 @@ export class ReplayEngine {
         const answered = journal.answers.filter((slot) => 'answer' in slot).length
         log.debug({ mcp: { handler: label, round: round + 1, answered, pending: journal.answers.length - answered } }, 'mocapi replay pass')
       }
+      journal.callId ??= call.callId
       if (outcome.kind === 'complete') return { kind: 'complete', value: outcome.value, round: round + 1 }
       if (call.principal.state === 'unbound') throw unboundPrincipal()
       if (round >= this.#maxRounds) {

@@ -162,7 +162,9 @@ export class Tasks {
     }
     let created: Task
     try {
-      created = await this.#create(ctx, task, 'working', { ...journalFields(call.target!.journal), round: call.round })
+      const journal = call.target!.journal
+      const ctxCallId = journal.callId ?? (call.callId ??= newCallId())
+      created = await this.#create(ctx, task, 'working', { ...journalFields(journal), ctxCallId, round: call.round })
     } catch (error) {
       released.reject(error)
       const stream = new TaskStream(noop)
