@@ -133,3 +133,14 @@ export function capturedLogs (level = 'info'): { lines: Array<Record<string, any
   const lines: Array<Record<string, any>> = []
   return { lines, options: { logger: { level, stream: { write: (line: string) => { lines.push(JSON.parse(line)) } } } } }
 }
+
+/** Opens a 2025-era session over real HTTP (`initialize`, no capabilities): its `Mcp-Session-Id`. */
+export async function openSession (url: string, protocolVersion = '2025-11-25'): Promise<string> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
+  })
+  await response.text()
+  return response.headers.get('mcp-session-id') as string
+}

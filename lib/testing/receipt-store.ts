@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import type { ReceiptStore, StoredReceipt } from '../receipts/store.js'
+import { storeChecks } from './task-store.js'
 
 /** One check of a {@link ReceiptStore}: run it in any test runner; it throws an AssertionError on failure. */
 export interface ReceiptStoreCheck {
@@ -96,15 +97,5 @@ export function receiptStoreChecks (make: () => ReceiptStore | Promise<ReceiptSt
       assert.equal(await store.complete(name, id(), 'x', 1000), 'lost')
     }],
   ]
-  return checks.map(([name, check]) => ({
-    name,
-    async run () {
-      const store = await make()
-      try {
-        await check(store)
-      } finally {
-        await store.close?.()
-      }
-    },
-  }))
+  return storeChecks(make, checks)
 }

@@ -135,6 +135,14 @@ export function taskStoreChecks (make: () => TaskStore | Promise<TaskStore>): Ta
       assert.equal((await store.get(big.id))?.sealed, big.sealed)
     }],
   ]
+  return storeChecks(make, checks)
+}
+
+/** Each check run against a fresh store from `make`, closed after it: what a store's checks share. */
+export function storeChecks<S extends { close?: () => unknown }> (
+  make: () => S | Promise<S>,
+  checks: Array<[string, (store: S) => Promise<void>]>
+): Array<{ readonly name: string, run (): Promise<void> }> {
   return checks.map(([name, check]) => ({
     name,
     async run () {

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { type MocapiOptions } from '../../lib/index.js'
 import { EventStreamParser } from '../../lib/testing/transport.js'
-import { KEY, capturedLogs, meta } from '../helpers.js'
+import { KEY, capturedLogs, meta, openSession } from '../helpers.js'
 
 type Test = { teardown: (fn: () => unknown) => void }
 
@@ -119,13 +119,7 @@ t.test('a 2025-era reply that cannot be serialised is -32603 too', async (t) => 
     app.mcp.tool({ name: 'meta' }, async () => [{ type: 'text' as const, text: 'hi', _meta: { count: 1n } }] as any)
   })
   const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
-  const init = await fetch(url, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
-  })
-  await init.text()
-  const session = init.headers.get('mcp-session-id') as string
+  const session = await openSession(url)
   const response = await fetch(url, {
     method: 'POST',
     signal: AbortSignal.timeout(10_000),
@@ -144,16 +138,11 @@ t.test('in a 2025-03-26 batch, the member that cannot be serialised is -32603 in
     app.mcp.tool({ name: 'fine' }, async () => 'fine')
   })
   const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
-  const init = await fetch(url, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
-  })
-  await init.text()
+  const session = await openSession(url, '2025-03-26')
   const response = await fetch(url, {
     method: 'POST',
     signal: AbortSignal.timeout(10_000),
-    headers: { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id') as string },
+    headers: { ...headers, 'mcp-session-id': session },
     body: JSON.stringify([
       { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'meta', arguments: {} } },
       { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'fine', arguments: {} } },

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { MemoryReceiptStore, requestedSchema, type MocapiOptions } from '../../lib/index.js'
 import { receiptStoreChecks } from '../../lib/testing/index.js'
 import { EventStreamParser } from '../../lib/testing/transport.js'
-import { KEY, capturedLogs, meta } from '../helpers.js'
+import { KEY, capturedLogs, meta, openSession } from '../helpers.js'
 import { WITH_TASKS } from '../tasks/client.js'
 
 const SECRET = 'a-test-secret-of-thirty-two-bytes!!'
@@ -221,13 +221,7 @@ t.test('a keyed task-creating call: its duplicate answers the same task, with it
 t.test('a keyed 2025-era tools/call runs once', async (t) => {
   const { url, runs } = await server(t)
   const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
-  const init = await fetch(url, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
-  })
-  await init.text()
-  const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id') as string, 'mcp-protocol-version': '2025-11-25', 'idempotency-key': 'legacy-1' }
+  const session = { ...headers, 'mcp-session-id': await openSession(url), 'mcp-protocol-version': '2025-11-25', 'idempotency-key': 'legacy-1' }
   const send = async (id: number) => {
     const response = await fetch(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'order', arguments: { amount: 2 } } }) })
     return { replayed: response.headers.get('idempotent-replayed'), body: await response.json() as any }
