@@ -346,8 +346,8 @@ export class Claim {
         kept.s = status
         if (taskId !== undefined) kept.t = taskId
       }
-      // A round whose token no longer opens ran nothing, so its receipt is never asked for past the token's life.
-      const ttl = this.#ttl ?? (call.tokenExpiresAt ?? Date.now()) + MAX_CLOCK_SKEW_MS - Date.now()
+      // A round that ran opened its token, so its expiry is known; past it (and the skew) no node takes the token.
+      const ttl = this.#ttl ?? (call.tokenExpiresAt as number) + MAX_CLOCK_SKEW_MS - Date.now()
       const written = await store.complete(this.name, this.holder, receipts.seal(this.name, kept), Math.max(1, ttl))
       if (written === 'full') receipts.failed(new Error('the receipt store is full'))
       if (bus === undefined) receipts.settled(this.name)

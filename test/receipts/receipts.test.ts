@@ -146,10 +146,22 @@ t.test('a keyed tools/call: a duplicate gets the first reply; both spellings nam
     t.match(refused.body.error, { code: -32602, message: /1 to 255 characters/ }, `key ${JSON.stringify(bad.slice(0, 10))}`)
   }
   t.same(runs, { order: 1 }, 'nothing ran for a refused key')
+  // A keyed call without arguments is the call with `{}`; one whose arguments JSON cannot write back has no receipt.
+  const bare = await post(url, 'tools/call', { name: 'order' }, { headers: { 'idempotency-key': 'order-0001' } })
+  t.same(reused.body.error, bare.body.error, 'no arguments are other arguments than { amount: 3 }')
   const atBound = await post(url, 'tools/call', { name: 'order', arguments: {} }, { headers: { 'idempotency-key': '~'.repeat(255) } })
   t.match(atBound.body.result.content[0].text, /^order #2/, 'a key of 255 characters is taken')
   const other = await post(url, 'tools/call', { name: 'order', arguments: { amount: 3 } }, { headers: { 'idempotency-key': 'order-0002' } })
   t.match(other.body.result.content[0].text, /^order #3/, 'another key is another call')
+  for (const n of [4, 5]) {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'order', 'idempotency-key': 'huge' },
+      body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"order","arguments":{"note":1e400},"_meta":${JSON.stringify(meta())}}}`,
+    })
+    const body = await response.json() as any
+    t.match(body.result.content[0].text, new RegExp(`^order #${n}`), 'arguments JSON cannot write back: no receipt, so each runs')
+  }
 })
 
 t.test('two principals with one key each get their own call and callId; an anonymous caller\'s key is its only secret', async (t) => {
