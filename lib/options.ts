@@ -25,11 +25,7 @@ export interface MocapiOptions {
   /** Free text for clients, returned by `server/discover`. */
   instructions?: string | undefined
   requestState?: {
-    /**
-     * 32-byte keys, base64, base64url or 64 hex digits. The first encrypts, all decrypt. When absent, the
-     * `MOCAPI_REQUEST_STATE_KEYS` environment variable (comma-separated) is read; when that is unset too, an ephemeral
-     * key is made and one warning is logged.
-     */
+    /** 32-byte keys (base64[url] or hex), the first sealing. Absent: `MOCAPI_REQUEST_STATE_KEYS`, else ephemeral. */
     keys?: string[] | undefined
     /** How long a requestState token stays valid, in ms. Default 300 000 (5 minutes). */
     ttl?: number | undefined
@@ -38,15 +34,13 @@ export interface MocapiOptions {
     /** Longest token accepted, in characters (refused before decryption). Default 65 536, at most 1 MiB. */
     maxTokenLength?: number | undefined
     /**
-     * The layout new tokens and 2025-era session ids are sealed in; both open either. Default 2, which seals under a
-     * key derived per sealing epoch (a random salt per 2^24 tokens). Set 1 for the first step of a rolling upgrade from
-     * a build before 2 existed, whose nodes open only 1 (docs/deploy.md#key-lifetime).
+     * The layout tokens and 2025-era session ids are sealed in (both open either): 2, a key per sealing epoch, or 1 for
+     * the first step of an upgrade from a build before 2 (docs/deploy.md#key-lifetime). Default 2.
      */
     tokenVersion?: 1 | 2 | undefined
     /**
-     * Each round's token is good for one retry, claimed fleet-wide through the `bus` (which needs `claim`) before the
-     * handler runs: a second retry is refused (-32602), a claim that fails or takes over 2 s is answered 503. Default
-     * false. A client whose reply was lost cannot retry that round: it starts the call over.
+     * Each round's token is good for one retry, claimed fleet-wide through the `bus` (with `claim`): a second retry is
+     * -32602, a claim that fails or takes over 2 s 503. Default false. A client whose reply was lost starts over.
      */
     singleUse?: boolean | undefined
   } | undefined
@@ -65,9 +59,8 @@ export interface MocapiOptions {
     maxBytes?: number | undefined
   } | undefined
   /**
-   * The caller's identity, bound into every requestState. Default: `request.user` when a string, else
-   * `request.user.sub` (a string, or a number made a string). An authenticated request (`request.user` set) without
-   * either may not take interactive rounds. A function that returns `null` or `undefined` makes the caller anonymous.
+   * The caller bound into each token. Default: `request.user` if a string, else `request.user.sub`; a signed-in user
+   * with neither takes no interactive rounds. A function answering `null` or `undefined` makes the caller anonymous.
    */
   principal?: ((request: FastifyRequest) => string | null | undefined) | undefined
   /** The OAuth scopes a request's token grants. Default: `request.user.scope` (space-separated) or `.scp`. */
@@ -116,10 +109,8 @@ export interface MocapiOptions {
   /** ms handlers still running at close get before their requests are ended. Default 10 000, at most 2^31 − 1. */
   shutdownGrace?: number | undefined
   /**
-   * Keeps held connections talking, so no proxy or load balancer cuts one for idleness: every event stream mocapi holds
-   * sends an SSE comment whenever this many ms pass without a byte on it, and a request whose reply is not ready by
-   * then, from a client that accepts `text/event-stream`, is answered on an event stream (comments while it waits, its
-   * response last). Default 15 000; at least 100; `false` turns it off (docs/deploy.md#idle-limits).
+   * ms a held stream may go without a byte before it sends an SSE comment, and a reply before it becomes a stream
+   * (for a client that takes one): no proxy cuts it for idleness. Default 15 000, at least 100; `false`: off.
    */
   heartbeat?: number | false | undefined
   /** What a client hears of a handler's throw that is no `McpError`: its message (default), or a generic text. */
@@ -127,19 +118,13 @@ export interface MocapiOptions {
   /** Clients of the 2025 revisions (`initialize`): served on the same endpoint (default), or refused 400 -32022. */
   legacy?: 'serve' | 'reject' | undefined
   /**
-   * OpenTelemetry for each call, by the MCP semantic conventions: a `SERVER` span (`tools/call <name>`, …) whose parent
-   * is the trace context the client sent in `params._meta`, and the `mcp.server.operation.duration` histogram. On when
-   * the app has `@opentelemetry/api` installed; it records once an OpenTelemetry SDK is registered before mocapi, and
-   * costs nothing measurable until then. `false` turns it off. Default `true`.
+   * OpenTelemetry for each call by the MCP semantic conventions (a `SERVER` span under the trace context in `_meta`,
+   * the `mcp.server.operation.duration` histogram), when `@opentelemetry/api` is installed. Default `true`.
    */
   tracing?: boolean | undefined
   /** Tasks (the `io.modelcontextprotocol/tasks` extension), for tools that declare `task`. */
   tasks?: {
-    /**
-     * Where tasks live: a store every node of a deployment shares (`RedisTaskStore` from `mocapi/redis`), or any
-     * `TaskStore`. Default: in this process's memory, which serves one node and loses its tasks on restart (a warning
-     * at startup says so once a task-capable tool is registered). mocapi closes it when the server closes.
-     */
+    /** Where tasks live: `RedisTaskStore` across a fleet. Default: this process's memory (one node, lost on exit). */
     store?: TaskStore | undefined
     /** ms a running pass holds its task (renewed each third): then its node is taken for gone. Default 30 000. */
     lease?: number | undefined
@@ -147,10 +132,8 @@ export interface MocapiOptions {
   /** Elicitation as the operator allows it. */
   elicitation?: {
     /**
-     * Treat clients as lacking the elicitation capability, whatever they declare: `true` for every client, or a
-     * function of the client's `clientInfo` (undefined when it sent none) for hosts known to declare it and not ask.
-     * Their `ctx.elicit()` then fails with -32021, or resolves `{ action: 'unavailable' }` with `{ unavailable:
-     * 'return' }`; the log says so once per client. Default: off.
+     * Clients taken to lack elicitation whatever they declare: `true` for all, or a function of `clientInfo` for hosts
+     * that declare it and do not ask (their `ctx.elicit()` fails -32021, or is `unavailable`). Default: off.
      */
     disable?: boolean | ((client: Implementation | undefined) => boolean) | undefined
   } | undefined
@@ -191,9 +174,7 @@ const CACHE = {
 
 const REQUEST_STATE = { ttl: 300_000, maxRounds: 16, maxTokenLength: DEFAULT_MAX_TOKEN_LENGTH, tokenVersion: 2 }
 const SESSION = { ttl: 86_400_000, answerTimeout: 300_000 } satisfies Record<keyof Section<'session'>, number>
-const DEFAULTS = { path: '/mcp', pageSize: 100, bodyLimit: 1024 * 1024, shutdownGrace: 10_000, heartbeat: 15_000 }
-const LEASE = 30_000
-const ONCE_BYTES = 4096
+const DEFAULTS = { path: '/mcp', pageSize: 100, shutdownGrace: 10_000, heartbeat: 15_000, lease: 30_000, once: 4096 }
 
 // The names each section knows; each list compiles only while it names every field of its part of the interface.
 const OPTIONS = ['path', 'serverInfo', 'instructions', 'requestState', 'receipts', 'once', 'principal', 'scopes', 'allowedOrigins',
@@ -202,9 +183,8 @@ const OPTIONS = ['path', 'serverInfo', 'instructions', 'requestState', 'receipts
 const REQUEST_STATE_OPTIONS = ['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion', 'singleUse'] as const
 const TASKS_OPTIONS = ['store', 'lease'] as const
 const RECEIPTS = { store: undefined, ttl: 86_400_000, maxBytes: 1024 * 1024 } satisfies Record<keyof Section<'receipts'>, unknown>
-type Complete<Names extends readonly string[], Part> = [Exclude<keyof Part, Names[number]>] extends [never]
-  ? true
-  : Exclude<keyof Part, Names[number]>
+type Missing<Names extends readonly string[], Part> = Exclude<keyof Part, Names[number]>
+type Complete<N extends readonly string[], Part> = [Missing<N, Part>] extends [never] ? true : Missing<N, Part>
 type Assert<T extends true[]> = T
 /** Compiles only while each list names every field of its part of MocapiOptions: a new option cannot be left out. */
 export type OptionListsComplete = Assert<[Complete<typeof OPTIONS, MocapiOptions>,
@@ -251,11 +231,9 @@ function limitsOf (value: unknown): Record<keyof typeof LIMITS, number> {
 
 function cacheOf (value: unknown): Record<keyof typeof CACHE, Required<CacheHint>> {
   const given = section(value, 'cache', CACHE)
-  return {
-    discover: cacheHint(given.discover, 'cache.discover', CACHE.discover),
-    lists: cacheHint(given.lists, 'cache.lists', CACHE.lists),
-    resources: cacheHint(given.resources, 'cache.resources', CACHE.resources),
-  }
+  const hints: Record<string, Required<CacheHint>> = {}
+  for (const [key, fallback] of Object.entries(CACHE)) hints[key] = cacheHint(given[key], `cache.${key}`, fallback)
+  return hints as Record<keyof typeof CACHE, Required<CacheHint>>
 }
 
 function heartbeatOf (value: unknown): number | undefined {
@@ -334,13 +312,13 @@ export function resolveOptions (opts: unknown) {
     instructions: optionalString(o.instructions, 'instructions'),
     supportedVersions: legacy ? [PROTOCOL_VERSION, ...LEGACY_VERSIONS] : [PROTOCOL_VERSION],
     ...requestState,
-    onceBytes: positiveInteger(once.maxBytes, 'once.maxBytes', ONCE_BYTES),
+    onceBytes: positiveInteger(once.maxBytes, 'once.maxBytes', DEFAULTS.once),
     receipts: receiptsOf(o.receipts),
     principal: optionalFunction<(request: FastifyRequest) => string | null | undefined>(o.principal, 'principal'),
     allowedOrigins: stringList(o.allowedOrigins, 'allowedOrigins'),
     allowedHosts: new Set((stringList(o.allowedHosts, 'allowedHosts') ?? []).map((h) => h.toLowerCase())),
     pageSize: positiveInteger(o.pageSize, 'pageSize', DEFAULTS.pageSize),
-    bodyLimit: positiveInteger(o.bodyLimit, 'bodyLimit', DEFAULTS.bodyLimit),
+    bodyLimit: positiveInteger(o.bodyLimit, 'bodyLimit', 1024 * 1024),
     cache: cacheOf(o.cache),
     limits: limitsOf(o.limits),
     shutdownGrace: timerMs(o.shutdownGrace, 'shutdownGrace', DEFAULTS.shutdownGrace),
@@ -354,7 +332,7 @@ export function resolveOptions (opts: unknown) {
     bus: busOf(o.bus, requestState.singleUse),
     taskStore: withMethods<TaskStore>(tasks.store, ['create', 'get', 'update'],
       'tasks.store must be a TaskStore (an object with create, get and update functions)'),
-    lease: timerMs(tasks.lease, 'tasks.lease', LEASE),
+    lease: timerMs(tasks.lease, 'tasks.lease', DEFAULTS.lease),
     protectedResource: resolveProtectedResource(o.protectedResource),
     elicitationDisable: disableOf(o.elicitation),
     scopes: optionalFunction<(request: FastifyRequest) => readonly string[] | undefined>(o.scopes, 'scopes'),
