@@ -1,6 +1,8 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, type InjectOptions, type LightMyRequestResponse } from 'fastify'
+import fastifyJwt from '@fastify/jwt'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import mocapi, { type MocapiOptions } from '../lib/index.js'
 import { EventStreamParser } from '../lib/testing/transport.js'
 
@@ -21,6 +23,25 @@ export async function build (t: Test, options: MocapiOptions = {}, setup?: (app:
   await setup?.(app)
   t.teardown(() => app.close())
   return app
+}
+
+/**
+ * A listening app behind @fastify/jwt (a token is optional: without one the caller is anonymous), logging into `lines`,
+ * closed when the test ends. `token` signs claims for `sub: 'ada'` unless they name another.
+ */
+export async function jwtServer (t: Test, options: MocapiOptions = {}, setup?: (app: FastifyInstance) => void | Promise<void>) {
+  const { lines, options: logging } = capturedLogs()
+  const app: FastifyInstance = Fastify({ ...logging, forceCloseConnections: true })
+  await app.register(fastifyJwt, { secret: 'a-test-secret-of-thirty-two-bytes!!' })
+  app.addHook('onRequest', async (request) => {
+    if (request.headers.authorization !== undefined) await request.jwtVerify()
+  })
+  await app.register(mocapi, { requestState: { keys: [KEY] }, ...options })
+  await setup?.(app)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+  return { app, url, lines, token: (claims: object = {}) => app.jwt.sign({ sub: 'ada', ...claims }) }
 }
 
 /** The `_meta` of a request, with a client that declares `capabilities`. */

@@ -4,42 +4,23 @@
  * that were not strings, a repeated version header, and a tools list that varied while it said public.
  */
 import t from 'tap'
-import Fastify, { type FastifyInstance } from 'fastify'
-import fastifyJwt from '@fastify/jwt'
+import type { FastifyInstance } from 'fastify'
 import { request as httpRequest } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import mocapi, { type MocapiOptions } from '../../lib/index.js'
+import type { MocapiOptions } from '../../lib/index.js'
 import { ElicitationPolicy } from '../../lib/elicitation/policy.js'
-import { KEY, capturedLogs, listen, meta, postHttp } from '../helpers.js'
+import { jwtServer, listen, meta, postHttp } from '../helpers.js'
 
 type Test = { teardown: (fn: () => unknown) => void }
 
-const SECRET = 'a-test-secret-of-thirty-two-bytes!!'
 const METADATA = 'https://files.example.com/.well-known/oauth-protected-resource/mcp'
 const UI = 'io.modelcontextprotocol/ui'
 const MIME = 'text/html;profile=mcp-app'
 const CARD = '<!doctype html><html><body>salary</body></html>'
 
 /** A listening server behind @fastify/jwt (a token is optional: without one the caller is anonymous). */
-async function server (t: Test, options: MocapiOptions = {}, setup?: (app: FastifyInstance) => void) {
-  const { lines, options: logging } = capturedLogs()
-  const app: FastifyInstance = Fastify({ ...logging, forceCloseConnections: true })
-  await app.register(fastifyJwt, { secret: SECRET })
-  app.addHook('onRequest', async (request) => {
-    if (request.headers.authorization !== undefined) await request.jwtVerify()
-  })
-  await app.register(mocapi, {
-    requestState: { keys: [KEY] },
-    protectedResource: { resource: 'https://files.example.com/mcp', authorizationServers: ['https://auth.example.com'] },
-    ...options,
-  })
-  setup?.(app)
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => app.close())
-  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
-  const token = (claims: object) => app.jwt.sign({ sub: 'ada', ...claims })
-  return { app, url, lines, token }
+function server (t: Test, options: MocapiOptions = {}, setup?: (app: FastifyInstance) => void) {
+  return jwtServer(t, { protectedResource: { resource: 'https://files.example.com/mcp', authorizationServers: ['https://auth.example.com'] }, ...options }, setup)
 }
 
 /** A 2026-07-28 request over real HTTP. */

@@ -4,38 +4,20 @@
  * scope challenge whose access checks outlasted the heartbeat arrived as an HTTP 200 event stream.
  */
 import t from 'tap'
-import Fastify, { type FastifyInstance } from 'fastify'
-import fastifyJwt from '@fastify/jwt'
-import type { AddressInfo } from 'node:net'
+import type { FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
-import mocapi, { type MocapiOptions } from '../../lib/index.js'
+import type { MocapiOptions } from '../../lib/index.js'
 import { EventStreamParser } from '../../lib/testing/transport.js'
-import { KEY, capturedLogs, meta, openSession } from '../helpers.js'
+import { jwtServer, meta, openSession } from '../helpers.js'
 
 type Test = { teardown: (fn: () => unknown) => void }
 
-const SECRET = 'a-test-secret-of-thirty-two-bytes!!'
 /** Longer than the 100 ms heartbeat: the reply is switched to an event stream while it waits. */
 const SLOW = 350
 
-async function server (t: Test, options: MocapiOptions, setup: (app: FastifyInstance) => void) {
-  const { lines, options: logging } = capturedLogs()
-  const app: FastifyInstance = Fastify({ ...logging, forceCloseConnections: true })
-  await app.register(fastifyJwt, { secret: SECRET })
-  app.addHook('onRequest', async (request) => {
-    if (request.headers.authorization !== undefined) await request.jwtVerify()
-  })
-  await app.register(mocapi, {
-    requestState: { keys: [KEY] },
-    protectedResource: { resource: 'https://files.example.com/mcp', authorizationServers: ['https://auth.example.com'] },
-    heartbeat: 100,
-    ...options,
-  })
-  setup(app)
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => app.close())
-  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
-  return { app, url, lines, token: (claims: object) => app.jwt.sign({ sub: 'ada', ...claims }) }
+/** A listening server behind @fastify/jwt, with a 100 ms heartbeat. */
+function server (t: Test, options: MocapiOptions, setup: (app: FastifyInstance) => void) {
+  return jwtServer(t, { protectedResource: { resource: 'https://files.example.com/mcp', authorizationServers: ['https://auth.example.com'] }, heartbeat: 100, ...options }, setup)
 }
 
 /** A request over real HTTP with a 10 s bound: a reply that never comes fails the test instead of hanging it. */

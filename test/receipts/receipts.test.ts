@@ -5,16 +5,13 @@
  */
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
-import fastifyJwt from '@fastify/jwt'
-import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mocapi, { MemoryReceiptStore, requestedSchema, type MocapiOptions } from '../../lib/index.js'
 import { receiptStoreChecks } from '../../lib/testing/index.js'
 import { EventStreamParser } from '../../lib/testing/transport.js'
-import { KEY, capturedLogs, meta, openSession } from '../helpers.js'
+import { KEY, capturedLogs, jwtServer, meta, openSession } from '../helpers.js'
 import { WITH_TASKS } from '../tasks/client.js'
 
-const SECRET = 'a-test-secret-of-thirty-two-bytes!!'
 type Runs = Record<string, number>
 
 function ran (runs: Runs, what: string): number {
@@ -25,13 +22,11 @@ function ran (runs: Runs, what: string): number {
 /** A listening app whose tools count their effects in `runs` (no `ctx.once`: receipts alone must keep them once). */
 async function server (t: Test, options: MocapiOptions = {}) {
   const runs: Runs = {}
-  const { lines, options: logging } = capturedLogs()
-  const app: FastifyInstance = Fastify({ ...logging, forceCloseConnections: true })
-  await app.register(fastifyJwt, { secret: SECRET })
-  app.addHook('onRequest', async (request) => {
-    if (request.headers.authorization !== undefined) await request.jwtVerify()
-  })
-  await app.register(mocapi, { requestState: { keys: [KEY] }, ...options })
+  const { app, url, lines, token } = await jwtServer(t, options, (app) => tools(app, runs))
+  return { app, url, runs, lines, token: (sub: string) => token({ sub }) }
+}
+
+function tools (app: FastifyInstance, runs: Runs): void {
   const amount = { type: 'object', properties: { amount: { type: 'integer' }, ms: { type: 'integer' } } } as const
   app.mcp.tool({ name: 'pay', inputSchema: amount }, async (args: { amount?: number, ms?: number }, ctx) => {
     const ok = await ctx.elicit(`Pay? (call ${ctx.callId})`, requestedSchema().boolean('pay'))
@@ -55,10 +50,6 @@ async function server (t: Test, options: MocapiOptions = {}) {
     await sleep(50)
     return 'exported'
   })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => app.close())
-  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
-  return { app, url, runs, lines, token: (sub: string) => app.jwt.sign({ sub }) }
 }
 
 interface Sent { status: number, headers: Headers, body: any, stream: boolean }
