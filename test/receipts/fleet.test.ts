@@ -6,8 +6,6 @@
  */
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
@@ -15,44 +13,16 @@ import mocapi from '../../lib/index.js'
 import { RedisBus, RedisReceiptStore, RedisTaskStore } from '../../lib/redis/index.js'
 import { receiptStoreChecks } from '../../lib/testing/index.js'
 import { KEY, meta, postHttp } from '../helpers.js'
-import { freePort, startRedis, withRedis } from '../redis-server.js'
+import { nodeProcess } from '../node-process.js'
+import { startRedis, withRedis } from '../redis-server.js'
 import { WITH_TASKS } from '../tasks/client.js'
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/receipt-node.ts', import.meta.url))
 const LEASE = 600
 
-/** A node process of test/fixtures/receipt-node.ts: its URL, its stdout so far, and a wait for a line of it. */
-async function child (t: Test, redisUrl: string, name: string) {
-  const port = await freePort()
-  const process_: ChildProcess = spawn(process.execPath, [...process.execArgv, FIXTURE], {
-    env: { ...process.env, PORT: String(port), REDIS_URL: redisUrl, MOCAPI_REQUEST_STATE_KEYS: KEY, LEASE: String(LEASE), NODE_NAME: name },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  t.teardown(async () => {
-    if (process_.exitCode !== null || process_.signalCode !== null) return
-    process_.kill('SIGKILL')
-    await once(process_, 'exit')
-  })
-  let out = ''
-  const waiting = new Set<() => void>()
-  process_.stdout!.setEncoding('utf8').on('data', (text: string) => {
-    out += text
-    for (const check of waiting) check()
-  })
-  const line = (pattern: RegExp): Promise<RegExpExecArray> => new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node ${name} did not print ${pattern} within 90 s: ${out}`)), 90_000)
-    const check = (): void => {
-      const found = pattern.exec(out)
-      if (found === null) return
-      clearTimeout(timer)
-      waiting.delete(check)
-      resolve(found)
-    }
-    waiting.add(check)
-    check()
-  })
-  await line(/listening/)
-  return { url: `http://127.0.0.1:${port}/mcp`, line, kill: () => process_.kill('SIGKILL'), out: () => out }
+/** A node process of test/fixtures/receipt-node.ts on the Redis at `redisUrl`. */
+function child (t: Test, redisUrl: string, name: string) {
+  return nodeProcess(t, FIXTURE, name, { REDIS_URL: redisUrl, MOCAPI_REQUEST_STATE_KEYS: KEY, LEASE: String(LEASE) })
 }
 
 /** An in-process node on the same Redis, registering the fixture's tools and counting their effects. */

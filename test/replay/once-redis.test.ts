@@ -1,12 +1,11 @@
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import mocapi, { requestedSchema, type MocapiOptions } from '../../lib/index.js'
 import { RedisBus, RedisTaskStore } from '../../lib/redis/index.js'
 import { KEY, capturedLogs, meta, postHttp } from '../helpers.js'
+import { nodeProcess } from '../node-process.js'
 import { freePort, startRedis, withRedis } from '../redis-server.js'
 import { WITH_TASKS } from '../tasks/client.js'
 import { count, poll, type Runs } from './runs.js'
@@ -29,26 +28,10 @@ async function nodes (t: Test, url: string, options: MocapiOptions, setup: (app:
 
 const SKEWED_NODE = fileURLToPath(new URL('../fixtures/skewed-node.ts', import.meta.url))
 
-/** A node process of test/fixtures/skewed-node.ts whose clock is `offset` ms off, on the loader this test runs under. */
+/** A node process of test/fixtures/skewed-node.ts whose clock is `offset` ms off: its URL. */
 async function skewedNode (t: Test, redisUrl: string, name: string, offset: number, ttl: number): Promise<string> {
-  const port = await freePort()
-  const child = spawn(process.execPath, [...process.execArgv, SKEWED_NODE], {
-    env: { ...process.env, PORT: String(port), REDIS_URL: redisUrl, MOCAPI_REQUEST_STATE_KEYS: KEY, TOKEN_TTL: String(ttl), NODE_NAME: name, CLOCK_OFFSET_MS: String(offset) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGTERM')
-    await once(child, 'exit')
-  })
-  let out = ''
-  child.stdout!.setEncoding('utf8')
-  for await (const chunk of child.stdout!) {
-    out += chunk as string
-    if (out.includes('listening')) break
-  }
-  if (!out.includes('listening')) throw new Error(`node ${name} exited before it listened`)
-  return `http://127.0.0.1:${port}/mcp`
+  const env = { REDIS_URL: redisUrl, MOCAPI_REQUEST_STATE_KEYS: KEY, TOKEN_TTL: String(ttl), CLOCK_OFFSET_MS: String(offset) }
+  return (await nodeProcess(t, SKEWED_NODE, name, env)).url
 }
 
 withRedis(t, 'over a real Redis', async (t) => {
