@@ -88,7 +88,8 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   })
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, tasks)
   const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
-  const receiptParts = { ring, lease: options.lease, maxWaiting: options.limits.waitingCalls, log: fastify.log }
+  const rounds = !options.singleUse
+  const receiptParts = { ring, lease: options.lease, maxWaiting: options.limits.waitingCalls, rounds, log: fastify.log }
   const shared = notificationBus instanceof InProcessBus ? undefined : bus
   const receipts = options.receipts && new Receipts({ ...options.receipts, ...receiptParts, bus: shared, tasks })
   const receiver = (message: object): void => { exchange.received(message) }
@@ -149,7 +150,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const tracing = options.tracing ? await callTracing(fastify.log) : undefined
   const observer = tracing === undefined ? callLog : observers([callLog, tracing])
   await fastify.register(mcpRoutes, {
-    ...options, observer, modern, legacy, lifecycle, protectedResource, receipts, roundReceipts: !options.singleUse,
+    ...options, observer, modern, legacy, lifecycle, protectedResource, receipts,
   })
 }
 

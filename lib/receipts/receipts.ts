@@ -6,10 +6,9 @@ import type { CallState } from '../call.js'
 import { ErrorCode, McpError, invalidParams, invalidRequest, unboundPrincipal } from '../errors.js'
 import { PROTOCOL_VERSION, isPlainObject, type JsonObject, type RequestId } from '../protocol/wire.js'
 import { digest } from '../seal/digest.js'
-import { Sealer, type KeyRing } from '../seal/seal.js'
+import { MAX_CLOCK_SKEW_MS, Sealer, type KeyRing } from '../seal/seal.js'
 import { InProcessBus, type NotificationBus } from '../bus/bus.js'
 import type { ReceiptEvent } from '../bus/events.js'
-import { MAX_CLOCK_SKEW_MS } from '../seal/seal.js'
 import { MemoryReceiptStore, type ReceiptStore, type StoredReceipt } from './store.js'
 
 // RFC 8785 canonical JSON: its CommonJS default export is the function its types describe as a module.
@@ -43,6 +42,8 @@ export interface ReceiptSettings {
   lease: number
   /** Duplicates that may wait for their first at once, in this process. */
   maxWaiting: number
+  /** Whether retried rounds keep receipts: not with `requestState.singleUse`, which refuses a second retry instead. */
+  rounds: boolean
   log: FastifyBaseLogger
   /** Tells every node a receipt is done, so duplicates waiting there read it; none when this node is alone. */
   bus: { publish (event: ReceiptEvent): void } | undefined
@@ -110,10 +111,10 @@ export class Receipts {
   }
 
   /** The receipt a request has: a retried 2026-07-28 round's, or a `tools/call`'s with an idempotency key. */
-  of (call: CallState, roundReceipts: boolean): Claim | undefined {
+  of (call: CallState): Claim | undefined {
     const token = call.params.requestState
     const key = call.method === 'tools/call' ? keyOf(call) : undefined
-    if (key === undefined && (typeof token !== 'string' || !roundReceipts || call.client.protocolVersion !== PROTOCOL_VERSION)) return undefined
+    if (key === undefined && (typeof token !== 'string' || !this.#settings.rounds || call.client.protocolVersion !== PROTOCOL_VERSION)) return undefined
     if (call.principal.state === 'unbound') {
       // A round's token refuses such a caller itself; a keyed call would be anyone's.
       if (typeof token === 'string') return undefined
@@ -168,7 +169,7 @@ export class Receipts {
     this.#held.add(claim)
   }
 
-  let (claim: Claim): void {
+  letGo (claim: Claim): void {
     this.#held.delete(claim)
   }
 
@@ -182,7 +183,7 @@ export class Receipts {
       claim.since = Date.now()
       store.renew(claim.name, claim.holder, lease).then((held) => {
         if (!held) this.#held.delete(claim)
-      }, (error: unknown) => { this.#failed(error) })
+      }, (error: unknown) => { this.failed(error) })
     }
   }
 
@@ -219,15 +220,11 @@ export class Receipts {
   }
 
   /** A full or failing store keeps no receipt and the call still runs: the operator hears of it once a minute. */
-  #failed (error: unknown): void {
+  failed (error: unknown): void {
     const now = Date.now()
     if (now - this.#warned < WARN_EVERY_MS) return
     this.#warned = now
     this.#settings.log.warn({ err: error }, 'mocapi: the receipt store kept no receipt for a call (it is full, or failing); such calls run, and a duplicate of one runs again')
-  }
-
-  failed (error: unknown): void {
-    this.#failed(error)
   }
 
   /** At startup: receipts kept in one node's memory while the bus is shared, so a duplicate on another node runs. */
@@ -329,7 +326,7 @@ export class Claim {
   Promise<void> {
     if (!this.#claimed) return
     const receipts = this.#receipts
-    receipts.let(this)
+    receipts.letGo(this)
     const { maxBytes, bus } = receipts.settings
     const store = receipts.store
     try {

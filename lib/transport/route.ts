@@ -62,8 +62,6 @@ interface RouteParts {
   lifecycle: Lifecycle
   protectedResource: ProtectedResource | undefined
   receipts: Receipts | undefined
-  /** Whether a retried round has a receipt: not with `requestState.singleUse`, which refuses a second retry. */
-  roundReceipts: boolean
 }
 
 /** By the spec: a message with no version header, session id or `initialize` is modern (and refused for it). */
@@ -140,7 +138,7 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
     const state = call.ctx[kCallState]
     let receipt
     try {
-      receipt = parts.receipts?.of(state, parts.roundReceipts)
+      receipt = parts.receipts?.of(state)
       // A duplicate that waits for its first is a slow reply as a handler's is: past the heartbeat, a stream.
       const replay = await receipt?.claim(state, () => call.channel.signal, () => { call.channel.handlerStarted() })
       if (replay !== undefined) return replayed(call, replay, reply)
