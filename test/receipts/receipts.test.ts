@@ -244,6 +244,20 @@ t.test('receipts: false: a duplicate runs again, as before receipts', async (t) 
   t.same(runs, { order: 2 })
 })
 
+t.test('a full memory store still renews a claim it holds, whose lease has grown a digit', async (t) => {
+  const now = 9_000
+  const [a, b] = ['a'.repeat(22), 'b'.repeat(22)]
+  // Each claim is 31 characters (name, state, holder, a four-digit lease end, bar, fingerprint): two fill 62.
+  const store = new MemoryReceiptStore({ maxBytes: 62, now: () => now })
+  t.equal(await store.claim('a', a, 'fp', 500), 'claimed')
+  t.equal(await store.claim('b', b, 'fp', 500), 'claimed')
+  t.equal(await store.claim('c', b, 'fp', 500), 'full', 'a third finds no room')
+  t.equal(await store.renew('a', a, 1_000), true)
+  t.match(await store.read('a'), { state: 'running', holder: a, until: 10_000, sealed: 'fp' }, 'held, its lease end now five digits')
+  t.equal(store.bytes, 63, 'counted as it is, one past the bound until it ends')
+  t.equal(await store.complete('a', a, 'fp', 500), 'written', 'the claim completes, back within the bound')
+})
+
 t.test('a full memory store keeps no new receipt and says so; the call still runs, and its duplicate runs again', async (t) => {
   const store = new MemoryReceiptStore({ maxBytes: 2400 })
   const { url, runs, lines } = await server(t, { receipts: { store } })
