@@ -131,7 +131,7 @@ export class MemoryReceiptStore implements ReceiptStore {
 }
 
 /** A holder is 22 characters (`StoredReceipt.holder`), so the state and holder make the first 23. */
-const HOLDER_END = 23
+export const HOLDER_END = 23
 
 /** A receipt as one string, `<r|d><holder><until>|<sealed>`: how mocapi's stores keep it. */
 export function encodeReceipt (state: 'r' | 'd', holder: string, until: number, sealed: string): string {

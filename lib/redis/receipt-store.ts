@@ -1,5 +1,5 @@
 import { noop, nonEmptyString, optionalFunction } from '../check.js'
-import { decodeReceipt, encodeReceipt, type ReceiptStore, type ReceiptWrite, type StoredReceipt } from '../receipts/store.js'
+import { HOLDER_END, decodeReceipt, encodeReceipt, type ReceiptStore, type ReceiptWrite, type StoredReceipt } from '../receipts/store.js'
 import { Commands, redisConnection, type RedisCommandConnection } from './connection.js'
 
 /** Options of {@link RedisReceiptStore}. */
@@ -15,7 +15,6 @@ export interface RedisReceiptStoreOptions {
 }
 
 // A receipt is one key, `<r|d><holder><until>|<sealed>`, expiring at its lease or TTL: a Cluster serves it as Redis.
-const HOLDER_END = 23
 
 const CLAIM = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
 return redis.call('GET', KEYS[1])`
