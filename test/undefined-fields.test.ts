@@ -5,8 +5,8 @@ import Fastify from 'fastify'
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import mocapi, { MemoryTaskStore, requestedSchema, type StoredTask } from '../lib/index.js'
-import { RedisBus, RedisTaskStore } from '../lib/redis/index.js'
+import mocapi, { MemoryReceiptStore, MemoryTaskStore, requestedSchema, type StoredTask } from '../lib/index.js'
+import { RedisBus, RedisReceiptStore, RedisTaskStore } from '../lib/redis/index.js'
 import { createTestClient } from '../lib/testing/index.js'
 import { KEY, build, call } from './helpers.js'
 
@@ -20,6 +20,7 @@ t.test('every option given as undefined takes its default', async (t) => {
     serverInfo: { name: 'travel', version: '1.0.0', title: nothing },
     instructions: nothing,
     requestState: { keys: [KEY], ttl: nothing, maxRounds: nothing, maxTokenLength: nothing, tokenVersion: nothing, singleUse: nothing },
+    receipts: { store: nothing, ttl: nothing, maxBytes: nothing },
     once: { maxBytes: nothing },
     principal: nothing,
     scopes: nothing,
@@ -145,7 +146,7 @@ t.test('skills options, elicit options and the requested-schema options given as
   })
   const clientOptions = { capabilities: nothing, clientInfo: nothing, protocolVersion: nothing, headers: nothing, token: nothing, path: nothing }
   const handlers = { maxRounds: nothing, onNotification: nothing, onRound: nothing, tasks: nothing, taskPollInterval: nothing, taskTimeout: nothing, onTask: nothing }
-  const { rounds } = await createTestClient(app, { ...clientOptions, ...handlers }).callTool('ask', {}, () => ({ action: 'decline' }), { meta: nothing, headers: nothing })
+  const { rounds } = await createTestClient(app, { ...clientOptions, ...handlers }).callTool('ask', {}, () => ({ action: 'decline' }), { meta: nothing, headers: nothing, idempotencyKey: nothing })
   const asked = rounds[0].inputRequests['elicit-1'] as any
   t.ok(asked, 'key: undefined is the default key')
   t.same(asked.params.requestedSchema, { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] }, 'optional: undefined is required')
@@ -153,7 +154,7 @@ t.test('skills options, elicit options and the requested-schema options given as
   t.same([skill.body.result.ttlMs, skill.body.result.cacheScope], [60_000, 'public'])
 })
 
-t.test('the task stores and the Redis bus take undefined options', async (t) => {
+t.test('the task and receipt stores and the Redis bus take undefined options', async (t) => {
   const store = new MemoryTaskStore({ maxTasks: nothing, maxBytes: nothing, now: nothing })
   const now = Date.now()
   const task: StoredTask = { id: 'a'.repeat(22), version: 1, status: 'working', createdAt: now, updatedAt: now, expiresAt: now + 60_000, owner: 'ada', sealed: 'x' }
@@ -162,6 +163,11 @@ t.test('the task stores and the Redis bus take undefined options', async (t) => 
   // Neither connects before its first use, so no Redis server is needed to see them take the options.
   const bus = new RedisBus({ url: nothing, channel: nothing, client: nothing, onError: nothing, maxPending: nothing })
   const tasks = new RedisTaskStore({ url: nothing, client: nothing, prefix: nothing, onError: nothing, maxTasks: nothing, maxBytes: nothing })
+  const receipts = new RedisReceiptStore({ url: nothing, client: nothing, prefix: nothing, onError: nothing })
   await bus.close()
   await tasks.close()
+  await receipts.close()
+  const memory = new MemoryReceiptStore({ maxBytes: nothing, now: nothing })
+  t.equal(await memory.claim('n', 'h'.repeat(22), 'fp', 60_000), 'claimed')
+  t.match(await memory.read('n'), { state: 'running' }, 'now: undefined is Date.now')
 })

@@ -4,8 +4,8 @@
  */
 import Fastify from 'fastify'
 import { expect, test } from 'tstyche'
-import mocapi, { MemoryTaskStore, requestedSchema, type MocapiOptions } from 'mocapi'
-import { RedisBus, RedisTaskStore } from 'mocapi/redis'
+import mocapi, { MemoryReceiptStore, MemoryTaskStore, requestedSchema, type MocapiOptions } from 'mocapi'
+import { RedisBus, RedisReceiptStore, RedisTaskStore } from 'mocapi/redis'
 import { createTestClient } from 'mocapi/testing'
 
 const nothing = undefined
@@ -30,6 +30,7 @@ test('every option of the plugin takes undefined', () => {
     serverInfo: { name: 'travel', version: '1.0.0', title: nothing },
     instructions: nothing,
     requestState: { keys: nothing, ttl: nothing, maxRounds: nothing, maxTokenLength: nothing, tokenVersion: nothing, singleUse: nothing },
+    receipts: { store: nothing, ttl: nothing, maxBytes: nothing },
     once: { maxBytes: nothing },
     principal: nothing,
     scopes: nothing,
@@ -140,8 +141,10 @@ test('the options of ctx.elicit and of the requested-schema fields take undefine
   })
 })
 
-test('the options of the task stores, the Redis bus and the test client take undefined', () => {
+test('the options of the task and receipt stores, the Redis bus and the test client take undefined', () => {
   expect(MemoryTaskStore).type.toBeConstructableWith({ maxTasks: nothing, maxBytes: nothing, now: nothing })
+  expect(MemoryReceiptStore).type.toBeConstructableWith({ maxBytes: nothing, now: nothing })
+  expect(RedisReceiptStore).type.toBeConstructableWith({ url: nothing, client: nothing, prefix: nothing, onError: nothing })
   expect(RedisBus).type.toBeConstructableWith({ url: nothing, channel: nothing, client: nothing, onError: nothing, maxPending: nothing })
   expect(RedisTaskStore).type.toBeConstructableWith({
     url: nothing, client: nothing, prefix: nothing, onError: nothing, maxTasks: nothing, maxBytes: nothing,
@@ -162,5 +165,5 @@ test('the options of the task stores, the Redis bus and the test client take und
     onTask: nothing,
   })
   const client = createTestClient(Fastify())
-  expect(client.callTool).type.toBeCallableWith('book', {}, nothing, { meta: nothing, headers: nothing })
+  expect(client.callTool).type.toBeCallableWith('book', {}, nothing, { meta: nothing, headers: nothing, idempotencyKey: nothing })
 })
