@@ -162,9 +162,10 @@ export class Tasks {
     }
     let created: Task
     try {
+      // The journal carries the id from here, so each effect the task records keeps it.
       const journal = call.target!.journal
-      const ctxCallId = journal.callId ?? (call.callId ??= newCallId())
-      created = await this.#create(ctx, task, 'working', { ...journalFields(journal), ctxCallId, round: call.round })
+      call.callId = journal.callId ??= call.callId ?? newCallId()
+      created = await this.#create(ctx, task, 'working', { ...journalFields(journal), round: call.round })
     } catch (error) {
       released.reject(error)
       const stream = new TaskStream(noop)

@@ -49,6 +49,14 @@ async function node (t: Test, redisUrl: string, runs: Record<string, number>) {
     })
     return `${charge}, finished on local after ${Math.min(args.ms, 0)} ms`
   })
+  app.mcp.tool({ name: 'charge_detached', inputSchema: waiting, task: { support: 'optional', detach: true, rerun: true } }, async (_args, ctx) => {
+    await ctx.detach()
+    const charge = await ctx.once('charge', () => {
+      runs.charge = (runs.charge ?? 0) + 1
+      return 'CHARGE-local'
+    })
+    return `${charge}, finished on local, call ${ctx.callId}`
+  })
   await app.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(async () => { await app.close(); await store.close() })
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
@@ -131,5 +139,25 @@ withRedis(t, 'receipts across nodes on a real Redis', async (t) => {
     t.same(view.result.content, [{ type: 'text', text: 'CHARGE-dying, finished on local after 0 ms' }])
     t.same(runs, {}, 'the charge the dead node recorded was read back, not run again')
     t.equal(dying.out().match(/charged/g)?.length, 1)
+  })
+
+  t.test('a task that detached keeps its ctx.callId in its record: its rerun elsewhere has the same', async (t) => {
+    const runs: Record<string, number> = {}
+    const [dying, local] = await Promise.all([child(t, redis.url, 'dying'), node(t, redis.url, runs)])
+    const created = await postHttp(dying.url, 'tools/call', { name: 'charge_detached', arguments: { ms: 60_000 } }, { meta: meta(WITH_TASKS) })
+    const taskId = created.body.result.taskId
+    t.ok(taskId, 'the call detached into a task')
+    const [, callId] = await dying.line(/charged dying (\S+)/)
+    await dying.line(/recorded dying/)
+    dying.kill()
+    let view: any
+    for (let i = 0; i < 300; i++) {
+      view = (await postHttp(local, 'tasks/get', { taskId }, { meta: meta(WITH_TASKS) })).body.result
+      if (view?.status === 'completed') break
+      await sleep(50)
+    }
+    t.equal(view.status, 'completed', 'run again on the surviving node')
+    t.same(view.result.content, [{ type: 'text', text: `CHARGE-dying, finished on local, call ${callId}` }], 'the charge read back, the call id the same')
+    t.same(runs, {}, 'the charge was not run again')
   })
 })
