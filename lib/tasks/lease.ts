@@ -58,14 +58,19 @@ export class TaskLease {
   hold (lease: number): void {
     this.#renewal = setInterval(() => {
       // A renewal changes nothing a client sees: no one is told of it.
-      this.write('working', this.current.state, { leaseUntil: Date.now() + lease, announce: false }).catch(noop)
+      this.update((current) => ['working', current.state, { leaseUntil: Date.now() + lease, announce: false }]).catch(noop)
     }, Math.max(1, Math.floor(lease / 3)))
     this.#renewal.unref()
   }
 
-  write (status: TaskStatus, state: TaskState, how: WriteOptions = {}): Promise<boolean> {
-    const next = this.#queue.then(async () => {
+  /**
+   * Queues a write built from the record as the writes queued before it leave it: one built when it was queued would
+   * put back what a write still in flight (an effect's, say) is changing.
+   */
+  update (next: (current: Task) => readonly [TaskStatus, TaskState, WriteOptions]): Promise<boolean> {
+    const queued = this.#queue.then(async () => {
       if (this.#lost) return false
+      const [status, state, how] = next(this.current)
       const written = await this.#repository.replace(this.current, status, state, how)
       if (written === undefined) {
         this.lose('the task was changed elsewhere')
@@ -74,8 +79,8 @@ export class TaskLease {
       this.current = written
       return true
     })
-    this.#queue = next.catch(noop)
-    return next
+    this.#queue = queued.catch(noop)
+    return queued
   }
 
   end (): void {
@@ -95,9 +100,10 @@ export class TaskLease {
     this.#reporting = true
     setImmediate(() => {
       this.#reporting = false
-      const state = { ...this.current.state, message: this.#message }
-      const { status, leaseUntil } = this.current.stored
-      this.write(status, state, { leaseUntil, quota: true }).catch(noop)
+      this.update(({ stored, state }) => {
+        const how = { leaseUntil: stored.leaseUntil, quota: true }
+        return [stored.status, { ...state, message: this.#message }, how]
+      }).catch(noop)
     })
   }
 }

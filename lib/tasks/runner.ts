@@ -66,8 +66,10 @@ export class TaskRunner {
       const failure = error instanceof McpError ? error.toJSON() : { code: ErrorCode.InternalError, message: 'Internal error' }
       if (!(error instanceof McpError)) this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: a task pass failed')
       // A failed task keeps nothing it no longer needs, so its write fits where the pass's own did not.
-      const { asked: _asked, answers: _answers, result: _result, effects: _effects, ...kept } = lease.current.state
-      await lease.write('failed', { ...kept, ledger: [], error: failure, message: failure.message })
+      await lease.update(({ state }) => {
+        const { asked: _asked, answers: _answers, result: _result, effects: _effects, ...kept } = state
+        return ['failed', { ...kept, ledger: [], error: failure, message: failure.message }, {}]
+      })
     }
     passing.then(async (end) => {
       if ((end as { kind?: string }).kind === 'parked' || lease.lost) return
@@ -77,8 +79,8 @@ export class TaskRunner {
         return
       }
       // The CallToolResult as a 2026-07-28 call answers it, `resultType` included.
-      const state = { ...lease.current.state, result: { resultType: 'complete', ...end } as JsonObject, message: undefined }
-      await lease.write('completed', state, { quota: true }).catch(fail)
+      const result = { resultType: 'complete', ...end } as JsonObject
+      await lease.update(({ state }) => ['completed', { ...state, result, message: undefined }, { quota: true }]).catch(fail)
     }, fail).catch((error: unknown) => {
       this.#parts.log.error({ err: error, mcp: { task: id } }, 'mocapi: the outcome of a task pass could not be stored')
     }).finally(() => {
@@ -112,8 +114,7 @@ export class TaskRunner {
 
   async close (): Promise<void> {
     await Promise.all([...this.#running.values()].map(async (lease) => {
-      const { stored, state } = lease.current
-      await lease.write(stored.status, state, { leaseUntil: Date.now() }).catch(() => false)
+      await lease.update(({ stored, state }) => [stored.status, state, { leaseUntil: Date.now() }]).catch(() => false)
       lease.lose('the server is closing')
     }))
   }

@@ -24,18 +24,20 @@ export class TaskDelivery implements Delivery {
 
   /** Each effect goes into the task's record as it is recorded: a node that dies mid-pass loses none. */
   async recorded (_call: CallState, journal: Journal): Promise<void> {
-    const lease = this.#lease
-    const { status, leaseUntil } = lease.current.stored
-    const state = { ...lease.current.state, ...journalFields(journal) }
-    await lease.write(status, state, { leaseUntil, quota: true, announce: false })
+    await this.#lease.update(({ stored, state }) => {
+      const how = { leaseUntil: stored.leaseUntil, quota: true, announce: false }
+      return [stored.status, { ...state, ...journalFields(journal) }, how]
+    })
   }
 
   async deliver (_call: CallState, _label: string, asked: Asked, round: number): Promise<Delivered> {
     const lease = this.#lease
     lease.end()
-    const { answers: _answers, message: _message, ...kept } = lease.current.state
-    const state: TaskState = { ...kept, ...journalFields(asked.journal), round, asked: asked.inputRequests }
-    await lease.write('input_required', state, { quota: true })
+    await lease.update(({ state }) => {
+      const { answers: _answers, message: _message, ...kept } = state
+      const next: TaskState = { ...kept, ...journalFields(asked.journal), round, asked: asked.inputRequests }
+      return ['input_required', next, { quota: true }]
+    })
     return { kind: 'parked' }
   }
 }
