@@ -129,6 +129,12 @@ export class CallState {
     this.delivery = delivery
   }
 
+  /** The call reaches its handler: it takes effect from now (a receipt keeps it), and a slow reply may stream. */
+  begin (): void {
+    this.ran = true
+    this.stream.handlerStarted?.()
+  }
+
   enter (target: AskTarget, round: number): void {
     this.target = target
     this.round = round

@@ -33,8 +33,7 @@ export class Handlers {
   /** Straight through: a handler that never asks (completers). */
   async direct<T> (ctx: McpContext, label: string, fn: () => T | PromiseLike<T>): Promise<T> {
     const call = ctx[kCallState]
-    call.ran = true
-    call.stream.handlerStarted?.()
+    call.begin()
     try {
       return await fn()
     } catch (error) {

@@ -28,8 +28,6 @@ export class ReplayEngine {
   async run<T> (call: CallState, label: string, fn: () => T | PromiseLike<T>): Promise<Outcome<T>> {
     const started = call.delivery.start(call)
     let { journal, responses, round } = started instanceof Promise ? await started : started
-    call.ran = true
-    call.stream.handlerStarted?.()
     // The call's id is minted when first read (`ctx.callId`), then carried in the journal: most calls never read it.
     if (journal.callId !== undefined) call.callId = journal.callId
     // Read at each ask, not kept: a call that detaches mid-pass carries its questions in its task from then on.
@@ -42,6 +40,7 @@ export class ReplayEngine {
     for (;;) {
       // A client gone before the handler began aborted before anyone listened: a handler awaiting the abort would hang.
       if (call.stream.aborted) throw new McpError(ErrorCode.InternalError, `${label} did not run: ${(call.stream.signal.reason as Error).message}`)
+      call.begin()
       const pass = new ReplayPass(journal, responses, budget)
       call.enter(pass, round + 1)
       const outcome = await pass.run(fn)

@@ -4,31 +4,21 @@
  * operator hears of it once a minute), an unbound caller, and the receipt event's shape on the bus.
  */
 import t, { type Test } from 'tap'
-import Fastify, { type FastifyInstance } from 'fastify'
-import fastifyJwt from '@fastify/jwt'
-import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import mocapi, { MemoryReceiptStore, type MocapiOptions, type ReceiptStore } from '../../lib/index.js'
+import { MemoryReceiptStore, type MocapiOptions, type ReceiptStore } from '../../lib/index.js'
 import { parseEvent } from '../../lib/bus/events.js'
-import { KEY, capturedLogs, meta, postHttp } from '../helpers.js'
+import { jwtServer, meta, postHttp } from '../helpers.js'
 
 async function server (t: Test, options: MocapiOptions = {}) {
   const runs = { order: 0 }
-  const { lines, options: logging } = capturedLogs()
-  const app: FastifyInstance = Fastify({ ...logging, forceCloseConnections: true })
-  await app.register(fastifyJwt, { secret: 'a-test-secret-of-thirty-two-bytes!!' })
-  app.addHook('onRequest', async (request) => {
-    if (request.headers.authorization !== undefined) await request.jwtVerify()
+  const { app, url, lines } = await jwtServer(t, options, (app) => {
+    app.mcp.tool({ name: 'order', inputSchema: { type: 'object', properties: { ms: { type: 'integer' } } } }, async (args: { ms?: number }) => {
+      runs.order++
+      await sleep(args.ms ?? 0)
+      return `order #${runs.order}`
+    })
   })
-  await app.register(mocapi, { requestState: { keys: [KEY] }, ...options })
-  app.mcp.tool({ name: 'order', inputSchema: { type: 'object', properties: { ms: { type: 'integer' } } } }, async (args: { ms?: number }) => {
-    runs.order++
-    await sleep(args.ms ?? 0)
-    return `order #${runs.order}`
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => app.close())
-  return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`, runs, lines }
+  return { app, url, runs, lines }
 }
 
 const keyed = (key: string) => ({ headers: { 'idempotency-key': key }, meta: meta({}) })
@@ -81,6 +71,35 @@ t.test('duplicates waiting at once are bounded by limits.waitingCalls; one whose
   await sleep(100)
   const waited = await postHttp(url, 'tools/call', { name: 'order', arguments: { ms: 800 } }, keyed('busy'))
   t.same(waited.body.result, (await first).body.result, 'the place the leaving one held is free again')
+  t.equal(runs.order, 1)
+})
+
+t.test('a keyed call whose client leaves before its handler starts keeps no receipt: its retry runs', async (t) => {
+  const inner = new MemoryReceiptStore()
+  // Claims take 300 ms: the client is gone by the time its call would start.
+  const store: ReceiptStore = {
+    claim: async (...args) => { await sleep(300); return await inner.claim(...args) },
+    renew: inner.renew.bind(inner),
+    complete: inner.complete.bind(inner),
+    release: inner.release.bind(inner),
+    read: inner.read.bind(inner),
+  }
+  const { url, runs } = await server(t, { receipts: { store } })
+  const leaving = new AbortController()
+  const gone = fetch(url, {
+    method: 'POST',
+    signal: leaving.signal,
+    headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'order', 'idempotency-key': 'left' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'order', arguments: {}, _meta: meta({}) } }),
+  }).catch((error: unknown) => error)
+  await sleep(100)
+  leaving.abort()
+  await gone
+  await sleep(400)
+  t.equal(runs.order, 0, 'the call did not run')
+  t.equal(inner.bytes, 0, 'and left no receipt')
+  const retry = await postHttp(url, 'tools/call', { name: 'order', arguments: {} }, keyed('left'))
+  t.same(retry.body.result?.content, [{ type: 'text', text: 'order #1' }], 'the retry runs it')
   t.equal(runs.order, 1)
 })
 
