@@ -139,9 +139,11 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
     let receipt
     try {
       receipt = parts.receipts?.of(state)
-      // A duplicate that waits for its first is a slow reply as a handler's is: past the heartbeat, a stream.
-      const replay = await receipt?.claim(state, () => call.channel.signal, () => { call.channel.handlerStarted() })
-      if (replay !== undefined) return replayed(call, replay, reply)
+      if (receipt !== undefined) {
+        // A duplicate that waits for its first is a slow reply as a handler's is: past the heartbeat, a stream.
+        const replay = await receipt.claim(state, () => call.channel.signal, () => { call.channel.handlerStarted() })
+        if (replay !== undefined) return replayed(call, replay, reply)
+      }
     } catch (error) {
       return fail(error, request, reply)
     }
@@ -158,7 +160,9 @@ export async function mcpRoutes (fastify: FastifyInstance, parts: RouteParts): P
       status = mcpError.statusCode
     }
     const [json, sent] = call.channel.serialize(message, status)
-    await receipt?.settle(state, { json, status: sent, taskId }, state.ran || taskId !== undefined)
+    if (receipt !== undefined) {
+      await receipt.settle(state, { json, status: sent, taskId }, state.ran || taskId !== undefined)
+    }
     return call.channel.send(json, sent)
   }
 
