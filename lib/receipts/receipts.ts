@@ -214,6 +214,13 @@ export class Receipts {
     if (signal.aborted) throw new McpError(ErrorCode.InternalError, 'The duplicate stopped waiting: the client went away')
   }
 
+  /** A receipt is done or let go here: duplicates waiting for it, on any node, look again. */
+  announce (name: string): void {
+    const { bus } = this.#settings
+    if (bus === undefined) this.settled(name)
+    else bus.publish({ kind: 'receipt', name })
+  }
+
   /** A receipt is done somewhere: its duplicates here look again. */
   settled (name: string): void {
     for (const done of [...this.#waiting.get(name) ?? []]) done()
@@ -327,11 +334,12 @@ export class Claim {
     if (!this.#claimed) return
     const receipts = this.#receipts
     receipts.letGo(this)
-    const { maxBytes, bus } = receipts.settings
+    const { maxBytes } = receipts.settings
     const store = receipts.store
     try {
       if (!ran) {
         await store.release(this.name, this.holder)
+        receipts.announce(this.name)
         return
       }
       const { json, status, taskId } = reply
@@ -347,8 +355,7 @@ export class Claim {
       const ttl = this.#ttl ?? (call.tokenExpiresAt as number) + MAX_CLOCK_SKEW_MS - Date.now()
       const written = await store.complete(this.name, this.holder, receipts.seal(this.name, kept), Math.max(1, ttl))
       if (written === 'full') receipts.failed(new Error('the receipt store is full'))
-      if (bus === undefined) receipts.settled(this.name)
-      else bus.publish({ kind: 'receipt', name: this.name })
+      receipts.announce(this.name)
     } catch (error) {
       receipts.failed(error)
     }

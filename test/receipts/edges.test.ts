@@ -84,7 +84,9 @@ t.test('a keyed call whose client leaves before its handler starts keeps no rece
     release: inner.release.bind(inner),
     read: inner.read.bind(inner),
   }
-  const { url, runs } = await server(t, { receipts: { store } })
+  const published: unknown[] = []
+  const bus = { publish: (event: unknown) => { published.push(event) }, subscribe: () => () => {} }
+  const { url, runs } = await server(t, { receipts: { store }, bus })
   const leaving = new AbortController()
   const gone = fetch(url, {
     method: 'POST',
@@ -98,6 +100,9 @@ t.test('a keyed call whose client leaves before its handler starts keeps no rece
   await sleep(400)
   t.equal(runs.order, 0, 'the call did not run')
   t.equal(inner.bytes, 0, 'and left no receipt')
+  const told = published.filter((event) => (event as { kind: string }).kind === 'receipt')
+  t.match(told, [{ kind: 'receipt', name: String }], 'duplicates waiting on any node are told it was let go')
+  t.equal(told.length, 1)
   const retry = await postHttp(url, 'tools/call', { name: 'order', arguments: {} }, keyed('left'))
   t.same(retry.body.result?.content, [{ type: 'text', text: 'order #1' }], 'the retry runs it')
   t.equal(runs.order, 1)
