@@ -17,6 +17,18 @@ export function noop (): void {}
 /** The longest delay a Node timer keeps: a longer one fires after 1 ms. */
 export const MAX_TIMER_MS = 2 ** 31 - 1
 
+/** How long a request waits on a shared store or bus (a claim, a receipt) before it takes it for failed. */
+export const STORE_WAIT_MS = 2_000
+
+/** `promise`, or a rejection saying `what` did not answer within `ms`: a frozen server must not hold a request. */
+export function within<T> (promise: Promise<T>, what: string, ms = STORE_WAIT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
+
 /** Fails with `<name> must be <what>, got <value>`. */
 export function fail (
   name: string,

@@ -1,5 +1,6 @@
 import type { NotificationBus } from '../bus/bus.js'
 import type { Asked, CallState, Delivered, Delivery, ReplayStart } from '../call.js'
+import { within } from '../check.js'
 import { ErrorCode, InvalidRequestStateError, McpError, invalidParams, unboundPrincipal } from '../errors.js'
 import { Journal } from '../journal.js'
 import type { JsonObject } from '../protocol/wire.js'
@@ -8,9 +9,6 @@ import type { TokenTooLongError } from '../seal/seal.js'
 import { MAX_CLOCK_SKEW_MS, UncarriableError, type RequestStateCodec, type RequestStatePayload } from './codec.js'
 
 type Claim = NonNullable<NotificationBus['claim']>
-
-/** A claim not answered by then fails like a bus that is down: a frozen Redis must not hold the retry. */
-export const CLAIM_TIMEOUT_MS = 2_000
 
 const ANSWERED = 'This round was already answered: a requestState is good for one retry (requestState.singleUse); ' +
   'start the call over without requestState'
@@ -48,14 +46,6 @@ function sameParams (original: JsonObject, params: JsonObject): boolean {
     count++
   }
   return count === Object.keys(original).length
-}
-
-function answered (claim: Promise<boolean>): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`the bus did not answer the claim within ${CLAIM_TIMEOUT_MS} ms`)), CLAIM_TIMEOUT_MS)
-  })
-  return Promise.race([claim, late]).finally(() => clearTimeout(timer))
 }
 
 /** The ledger goes out sealed in `requestState`, so the retry may reach any node holding the key. */
@@ -96,10 +86,10 @@ export class TokenDelivery implements Delivery {
     let first: boolean
     try {
       // Another node whose clock is behind by up to the skew the codec allows still takes the token that much later.
-      first = await answered(this.#claim!(digest('claim', token), this.#codec.remaining(payload) + MAX_CLOCK_SKEW_MS))
+      first = await within(this.#claim!(digest('claim', token), this.#codec.remaining(payload) + MAX_CLOCK_SKEW_MS), 'the bus')
     } catch (error) {
       call.request.log.error({ err: error }, 'mocapi could not claim a single-use requestState: the bus failed')
-      throw new McpError(ErrorCode.InternalError, 'The server could not check that this round is answered once (requestState.singleUse): try again later', { statusCode: 503 })
+      throw new McpError(ErrorCode.InternalError, 'The server could not check that this round is answered once (requestState.singleUse): retry it, and start the call over if the retry is refused as already answered', { statusCode: 503 })
     }
     if (!first) {
       call.request.log.info({ mcp: { method: call.method, round: start.round } }, 'mocapi refused a requestState: its round was already answered (singleUse)')

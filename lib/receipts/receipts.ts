@@ -3,6 +3,7 @@ import { createHmac } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import serialize from 'canonicalize'
 import type { CallState } from '../call.js'
+import { within } from '../check.js'
 import { ErrorCode, McpError, invalidParams, invalidRequest, unboundPrincipal } from '../errors.js'
 import { PROTOCOL_VERSION, isPlainObject, type JsonObject, type RequestId } from '../protocol/wire.js'
 import { digest } from '../seal/digest.js'
@@ -282,7 +283,7 @@ export class Claim {
       let held
       try {
         // A running claim holds the request's fingerprint as it is: a keyed digest, which tells the store nothing.
-        held = await store.claim(this.name, this.holder, this.#fingerprint, lease)
+        held = await within(store.claim(this.name, this.holder, this.#fingerprint, lease), 'the receipt store')
       } catch (error) {
         receipts.failed(error)
         return undefined
@@ -338,7 +339,7 @@ export class Claim {
     const store = receipts.store
     try {
       if (!ran) {
-        await store.release(this.name, this.holder)
+        await within(store.release(this.name, this.holder), 'the receipt store')
         receipts.announce(this.name)
         return
       }
@@ -353,7 +354,8 @@ export class Claim {
       }
       // A round that ran opened its token, so its expiry is known; past it (and the skew) no node takes the token.
       const ttl = this.#ttl ?? (call.tokenExpiresAt as number) + MAX_CLOCK_SKEW_MS - Date.now()
-      const written = await store.complete(this.name, this.holder, receipts.seal(this.name, kept), Math.max(1, ttl))
+      const sealed = receipts.seal(this.name, kept)
+      const written = await within(store.complete(this.name, this.holder, sealed, Math.max(1, ttl)), 'the receipt store')
       if (written === 'full') receipts.failed(new Error('the receipt store is full'))
       receipts.announce(this.name)
     } catch (error) {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import mocapi from '../../lib/index.js'
 import { RedisBus, RedisReceiptStore, RedisTaskStore } from '../../lib/redis/index.js'
 import { receiptStoreChecks } from '../../lib/testing/index.js'
-import { KEY, meta, postHttp } from '../helpers.js'
+import { KEY, capturedLogs, meta, postHttp } from '../helpers.js'
 import { nodeProcess } from '../node-process.js'
 import { startRedis, withRedis } from '../redis-server.js'
 import { WITH_TASKS } from '../tasks/client.js'
@@ -139,6 +139,30 @@ withRedis(t, 'receipts across nodes on a real Redis', async (t) => {
     t.same(view.result.content, [{ type: 'text', text: 'CHARGE-dying, finished on local after 0 ms' }])
     t.same(runs, {}, 'the charge the dead node recorded was read back, not run again')
     t.equal(dying.out().match(/charged/g)?.length, 1)
+  })
+
+  t.test('a keyed call on a frozen Redis runs without a receipt within the store wait, and the operator hears of it', async (t) => {
+    const frozen = await startRedis(t)
+    const logs = capturedLogs()
+    const app = Fastify({ forceCloseConnections: true, ...logs.options })
+    await app.register(mocapi, { requestState: { keys: [KEY] }, receipts: { store: new RedisReceiptStore({ url: frozen.url }) } })
+    let runs = 0
+    app.mcp.tool({ name: 'order' }, () => `order #${++runs}`)
+    t.teardown(() => app.close())
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`
+    t.same((await postHttp(url, 'tools/call', { name: 'order' }, keyed('before'))).body.result.content, [{ type: 'text', text: 'order #1' }])
+    frozen.freeze()
+    t.teardown(() => frozen.thaw())
+    const started = Date.now()
+    const during = await postHttp(url, 'tools/call', { name: 'order' }, keyed('during'))
+    const took = Date.now() - started
+    t.same(during.body.result.content, [{ type: 'text', text: 'order #2' }], 'it runs, as with a failing store')
+    t.ok(took >= 1_900 && took < 4_000, `answered once the 2 s claim wait ran out, not never: ${took} ms`)
+    t.equal(logs.lines.filter((line) => line.level === 40 && /receipt store kept no receipt/.test(line.msg)).length, 1)
+    frozen.thaw()
+    const after = await postHttp(url, 'tools/call', { name: 'order' }, keyed('after'))
+    t.same(after.body.result.content, [{ type: 'text', text: 'order #3' }], 'thawed, the node serves keyed calls again')
   })
 
   t.test('a task that detached keeps its ctx.callId in its record: its rerun elsewhere has the same', async (t) => {

@@ -294,7 +294,7 @@ t.test('a bus whose claim fails answers 503 and is logged; the token is still go
   const retry = { name: 'book', requestState: first.body.result.requestState, inputResponses: { 'elicit-1': { action: 'accept', content: { confirm: true } } } }
   const failed = await call(app, 'tools/call', retry)
   t.equal(failed.status, 503)
-  t.equal(failed.body.error.message, 'The server could not check that this round is answered once (requestState.singleUse): try again later')
+  t.equal(failed.body.error.message, 'The server could not check that this round is answered once (requestState.singleUse): retry it, and start the call over if the retry is refused as already answered')
   const logged = logs.lines.find((line) => line.msg === 'mocapi could not claim a single-use requestState: the bus failed')
   t.equal(logged?.level, 50)
   t.equal(logged?.err.message, 'claims are down')
