@@ -101,7 +101,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   })
 
   const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills }
-  const counts = registered(features, tasks)
+  const counts = registered(features)
   fastify.decorate('mcp', new McpRegistry({ ...features, announce: (event) => bus.announce(event) }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections(), options.heartbeat)
@@ -136,8 +136,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const legacy = options.legacy
     ? new LegacyTransport({
       ...lifecycleParts,
-      dispatcher: legacyMethods({ ...options, ...options.limits, lists },
-        { ...features, callTool: (ctx) => tasks.call(ctx) }, counts, hub),
+      dispatcher: legacyMethods({ ...options, ...options.limits, lists }, features, counts, hub),
       sessions: new SessionCodec(ring, options.sessionTtl),
       hub,
       exchange,

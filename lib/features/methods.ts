@@ -14,6 +14,8 @@ import type { Skills } from './skills.js'
 import type { Views } from './views.js'
 
 export interface SharedFeatures {
+  /** What both eras' `tools/call` runs: the tasks layer, which serves a client without the extension plainly. */
+  tasks: { call (ctx: McpContext): Promise<object>, readonly capable: number }
   tools: Tools
   prompts: Prompts
   resources: Resources
@@ -28,8 +30,8 @@ export interface ListSettings {
 }
 
 /** What is registered now, read through: made once per registration for discovery and every method table. */
-export function registered (features: SharedFeatures, tasks: { readonly capable: number }): Registered {
-  const { tools, prompts, resources, views, skills } = features
+export function registered (features: SharedFeatures): Registered {
+  const { tools, prompts, resources, views, skills, tasks } = features
   return {
     get tools () { return tools.size },
     get prompts () { return prompts.size },
@@ -40,9 +42,6 @@ export function registered (features: SharedFeatures, tasks: { readonly capable:
     get skills () { return skills.size },
   }
 }
-
-/** What both eras' `tools/call` runs: the tasks layer, which serves a client without the extension as a plain call. */
-export type CallTool = (ctx: McpContext) => Promise<object>
 
 async function completion (ctx: McpContext, features: SharedFeatures): Promise<JsonObject> {
   const ref = ctx.params.ref as JsonObject
@@ -69,10 +68,9 @@ export function defineShared (
   dispatcher: Dispatcher<McpContext>,
   lists: ListSettings,
   features: SharedFeatures,
-  counts: Registered,
-  callTool: CallTool
+  counts: Registered
 ): void {
-  const { tools, prompts, resources, skills } = features
+  const { tools, prompts, resources, skills, tasks } = features
   // A list that varies by caller (some item has canAccess) is never cached as public.
   const page = async (key: string, items: Promise<readonly unknown[]>, cursor: unknown, varies: boolean) => {
     const { page, nextCursor } = paginate(await items, cursor, lists.pageSize)
@@ -94,7 +92,7 @@ export function defineShared (
     params: { name: 'string', arguments: 'object?', task: 'object?' },
     interactive: true,
     enabled: hasTools,
-    run: callTool,
+    run: (ctx) => tasks.call(ctx),
   })
 
   dispatcher.define('prompts/list', {

@@ -23,11 +23,11 @@ const MAX_DESCRIPTION = 1024
  * Bytes a SKILL.md's frontmatter may take, as written and as the JSON every skills/list and skills/get reply carries:
  * aliases would otherwise repeat one large value in each reply.
  */
-export const MAX_FRONTMATTER = 64 * 1024
+const MAX_FRONTMATTER = 64 * 1024
 /** How deep a frontmatter's collections may nest, as deep as mocapi takes any JSON value. */
 const MAX_NESTING = 64
 /** Aliases a frontmatter may hold: the `yaml` package resolves each by scanning the document's anchors. */
-export const MAX_ALIASES = 100
+const MAX_ALIASES = 100
 const FRONTMATTER = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/
 
 export interface SkillFile {

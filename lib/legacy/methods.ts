@@ -1,7 +1,7 @@
 import type { McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
 import { capabilities, type Registered } from '../features/discover.js'
-import { defineShared, type CallTool, type ListSettings, type SharedFeatures } from '../features/methods.js'
+import { defineShared, type ListSettings, type SharedFeatures } from '../features/methods.js'
 import { checkUriLength } from '../features/resources.js'
 import { Dispatcher } from '../protocol/dispatch.js'
 import { LOGGING_LEVELS, type Implementation, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
@@ -19,7 +19,7 @@ interface LegacySettings {
 /** What a session sets after `initialize` goes to the hub, since its sealed id cannot change. */
 export function legacyMethods (
   settings: LegacySettings,
-  features: SharedFeatures & { callTool: CallTool },
+  features: SharedFeatures,
   counts: Registered,
   hub: SessionHub
 ): Dispatcher<McpContext> {
@@ -65,6 +65,6 @@ export function legacyMethods (
       },
     })
   }
-  defineShared(dispatcher, settings.lists, features, counts, features.callTool)
+  defineShared(dispatcher, settings.lists, features, counts)
   return dispatcher
 }

@@ -20,7 +20,7 @@ export function modernMethods (
   const { tasks, subscriptions } = features
   dispatcher.define('server/discover', { params: {}, run: async () => discover(settings.discover, counts) })
   // Tasks sit over tools: a task-capable call from a client with the extension becomes a task.
-  defineShared(dispatcher, settings.lists, features, counts, (ctx) => tasks.call(ctx))
+  defineShared(dispatcher, settings.lists, features, counts)
   dispatcher.define('subscriptions/listen', { params: { notifications: 'object' }, run: (ctx) => listen(ctx, subscriptions) })
   const hasTasks = () => tasks.served
   dispatcher.define('tasks/get', { params: { taskId: 'string' }, enabled: hasTasks, run: (ctx) => tasks.get(ctx) })

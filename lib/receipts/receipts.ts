@@ -25,7 +25,7 @@ function canonicalize (value: unknown): string | undefined {
 }
 
 /** A request's idempotency key, in `_meta` (the header spells it too). */
-export const META_IDEMPOTENCY_KEY = 'mocapi/idempotencyKey'
+const META_IDEMPOTENCY_KEY = 'mocapi/idempotencyKey'
 const KEY = /^[\x21-\x7e]{1,255}$/
 /** Sealed receipts: a kind of token no other sealer opens. */
 const RECEIPT_PURPOSE = 6

@@ -12,10 +12,8 @@ import { TaskDelivery } from './task-delivery.js'
 import type { TaskStatus } from './store.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 
-/** How a pass ended; questions (`input_required`) are an MRTR round's, before the call detached. */
-export type PassEnd = ToolEnd
-
-type PassRunner = (ctx: McpContext) => Promise<PassEnd>
+/** A task's pass: how it ended; questions (`input_required`) are an MRTR round's, before the call detached. */
+type PassRunner = (ctx: McpContext) => Promise<ToolEnd>
 
 interface RunnerParts {
   repository: TaskRepository
@@ -57,7 +55,7 @@ export class TaskRunner {
     this.follow(lease, this.#parts.run(new McpContext(call)))
   }
 
-  follow (lease: TaskLease, passing: Promise<PassEnd>): void {
+  follow (lease: TaskLease, passing: Promise<ToolEnd>): void {
     const id = lease.current.stored.id
     this.#running.set(id, lease)
     lease.hold(this.#parts.lease)

@@ -5,7 +5,7 @@ import type { McpContext } from '../context.js'
 import type { FormAnswers } from '../elicitation/answers.js'
 import { questionFor } from '../elicitation/questions.js'
 import { InvalidArgumentError, invalidParams, unboundPrincipal } from '../errors.js'
-import type { Tools } from '../features/tools.js'
+import type { ToolEnd, Tools } from '../features/tools.js'
 import { declaresTasks } from '../protocol/extensions.js'
 import { setOwn, type InputRequest, type JsonObject } from '../protocol/wire.js'
 import { newCallId } from '../journal.js'
@@ -13,7 +13,7 @@ import { kCallState } from '../symbols.js'
 import { requireTasks, tasksRequired, type ToolTask } from '../features/tool-task.js'
 import { journalFields, type Task, type TaskSealer, type TaskState } from './record.js'
 import { TaskRepository } from './repository.js'
-import { TERMINAL, TaskRunner, type PassEnd } from './runner.js'
+import { TERMINAL, TaskRunner } from './runner.js'
 import { TaskStream } from './lease.js'
 import { MemoryTaskStore, type TaskQuota, type TaskStatus, type TaskStore } from './store.js'
 import { InProcessBus, type NotificationBus } from '../bus/bus.js'
@@ -124,7 +124,7 @@ export class Tasks {
   }
 
   /** A stored call's next pass: a tool that does not declare `detach` still refuses `ctx.detach()` there. */
-  async #runStored (ctx: McpContext): Promise<PassEnd> {
+  async #runStored (ctx: McpContext): Promise<ToolEnd> {
     const stored = await this.#tools.stored(ctx)
     if (stored.tool.task?.detach !== true) ctx[kCallState].detacher = undeclaredDetach(stored.tool.listed.name)
     return await this.#tools.run(ctx, stored)
@@ -137,7 +137,7 @@ export class Tasks {
    * other than mocapi, so it is taken to be working). From then the pass goes on as the task's: `detachTo` gives the
    * call the task's stream and delivery, and the engine, which reads the delivery at each ask, asks through the task.
    */
-  async #detaching (ctx: McpContext, task: ToolTask, start: () => Promise<PassEnd>): Promise<JsonObject> {
+  async #detaching (ctx: McpContext, task: ToolTask, start: () => Promise<ToolEnd>): Promise<JsonObject> {
     const call = ctx[kCallState]
     const detaching = deferred<'detach'>()
     const released = deferred<void>()
