@@ -87,7 +87,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     announce: (id) => { bus.publish({ kind: 'task', id, node: bus.node }) },
   })
   const subscriptions = new Subscriptions({ ...options.limits }, resources.visibility, tasks)
-  const hub = new SessionHub(subscriptions, (event) => bus.publish(event))
+  const hub = new SessionHub(subscriptions, (event) => bus.publish(event), bus.node)
   const rounds = !options.singleUse
   const receiptParts = { ring, lease: options.lease, maxWaiting: options.limits.waitingCalls, rounds, log: fastify.log }
   const shared = notificationBus instanceof InProcessBus ? undefined : bus

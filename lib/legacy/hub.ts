@@ -1,5 +1,4 @@
 import { LruMap } from 'toad-cache'
-import { randomBytes } from 'node:crypto'
 import type { Listener, Subscriptions } from '../features/subscriptions.js'
 import type { LoggingLevel } from '../protocol/wire.js'
 import type { SessionEvent } from '../bus/events.js'
@@ -9,7 +8,8 @@ export const MAX_REMEMBERED_LEVELS = 10_000
 
 export class SessionHub {
   /** Names this hub in the subscriptions it publishes, which it applied to its own streams already. */
-  readonly #origin = randomBytes(9).toString('base64url')
+  /** This node's id on the bus: a change this hub published is applied here already. */
+  readonly #origin: string
   readonly #subscriptions: Subscriptions
   readonly #publish: (event: SessionEvent) => void
   readonly #levels = new LruMap<LoggingLevel>(MAX_REMEMBERED_LEVELS)
@@ -17,7 +17,8 @@ export class SessionHub {
   // A dictionary object, not a Map, which one add and delete per request churns (bench/README.md#churn).
   readonly #running: Record<string, () => void> = Object.create(null)
 
-  constructor (subscriptions: Subscriptions, publish: (event: SessionEvent) => void) {
+  constructor (subscriptions: Subscriptions, publish: (event: SessionEvent) => void, node: string) {
+    this.#origin = node
     this.#subscriptions = subscriptions
     this.#publish = publish
   }

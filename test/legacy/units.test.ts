@@ -82,7 +82,7 @@ t.test('a sealed payload of the wrong shape is no session', async (t) => {
 
 t.test('a node remembers the log levels of a bounded number of sessions, the most recent', async (t) => {
   const published: unknown[] = []
-  const hub = new SessionHub(new Subscriptions({ streams: 1, streamsPerCaller: 1, subscriptionUris: 1, uriLength: 10 }, () => true, { view: async () => undefined }), (event) => published.push(event))
+  const hub = new SessionHub(new Subscriptions({ streams: 1, streamsPerCaller: 1, subscriptionUris: 1, uriLength: 10 }, () => true, { view: async () => undefined }), (event) => published.push(event), 'node-a')
   hub.setLevel('first', 'debug')
   t.same(published, [{ kind: 'session', session: 'first', op: 'level', level: 'debug' }])
   for (let i = 0; i < MAX_REMEMBERED_LEVELS; i++) hub.receive({ kind: 'session', session: `s${i}`, op: 'level', level: 'error' })
