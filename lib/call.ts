@@ -98,8 +98,8 @@ export class CallState {
   callId: string | undefined
   /** Whether the call reached its handler: a request refused before keeps no receipt. */
   ran = false
-  /** When the requestState token this round retried expires (epoch ms): its receipt lives as long. */
-  tokenExpiresAt: number | undefined
+  /** Until when some node may take the requestState token this round retried (epoch ms): its receipt lives as long. */
+  tokenTakenUntil: number | undefined
   #controller: AbortController | undefined
   #unfollow: (() => void) | undefined
   lastProgress = -Infinity

@@ -26,8 +26,6 @@ interface RequestStateCodecParts {
 
 export const DEFAULT_MAX_TOKEN_LENGTH = 65_536
 
-export { MAX_CLOCK_SKEW_MS }
-
 const REQUEST_STATE_PURPOSE = 2
 
 export class UncarriableError extends TypeError {
@@ -86,14 +84,17 @@ export class RequestStateCodec {
     return this.#sealer.seal(JSON.stringify(plain))
   }
 
-  /** How long the token of `payload` stays valid from now, in ms (at least 1). */
-  remaining (payload: RequestStatePayload): number {
-    return Math.max(1, this.expiresAt(payload) - this.#now())
+  /**
+   * Until when some node may still take the token of `payload`, in epoch ms by this node's clock: its expiry, plus the
+   * skew a node whose clock is behind allows. A claim or a receipt of the token lives as long.
+   */
+  takenUntil (payload: RequestStatePayload): number {
+    return payload.issuedAt + this.#ttl + MAX_CLOCK_SKEW_MS
   }
 
-  /** When the token of `payload` expires, in epoch ms by this node's clock. */
-  expiresAt (payload: RequestStatePayload): number {
-    return payload.issuedAt + this.#ttl
+  /** How long from now some node may still take the token of `payload`, in ms (at least 1). */
+  takenFor (payload: RequestStatePayload): number {
+    return Math.max(1, this.takenUntil(payload) - this.#now())
   }
 
   /** Throws only InvalidRequestStateError (not genuine, or malformed) or ExpiredRequestStateError (past its TTL). */

@@ -6,7 +6,7 @@ import { Journal } from '../journal.js'
 import type { JsonObject } from '../protocol/wire.js'
 import { digest } from '../seal/digest.js'
 import type { TokenTooLongError } from '../seal/seal.js'
-import { MAX_CLOCK_SKEW_MS, UncarriableError, type RequestStateCodec, type RequestStatePayload } from './codec.js'
+import { UncarriableError, type RequestStateCodec, type RequestStatePayload } from './codec.js'
 
 type Claim = NonNullable<NotificationBus['claim']>
 
@@ -75,7 +75,7 @@ export class TokenDelivery implements Delivery {
     if (payload.principal !== call.principal.value) throw new InvalidRequestStateError('principal mismatch')
     if (payload.method !== call.method) throw new InvalidRequestStateError('method mismatch')
     if (!sameParams(payload.originalParams, call.params)) throw new InvalidRequestStateError('target or arguments mismatch')
-    call.tokenExpiresAt = this.#codec.expiresAt(payload)
+    call.tokenTakenUntil = this.#codec.takenUntil(payload)
     const start = { journal: payload.journal, responses, round: payload.round ?? 0 }
     return this.#claim === undefined ? start : this.#claimed(call, token, payload, start)
   }
@@ -85,8 +85,7 @@ export class TokenDelivery implements Delivery {
   Promise<ReplayStart> {
     let first: boolean
     try {
-      // Another node whose clock is behind by up to the skew the codec allows still takes the token that much later.
-      first = await within(this.#claim!(digest('claim', token), this.#codec.remaining(payload) + MAX_CLOCK_SKEW_MS), 'the bus')
+      first = await within(this.#claim!(digest('claim', token), this.#codec.takenFor(payload)), 'the bus')
     } catch (error) {
       call.request.log.error({ err: error }, 'mocapi could not claim a single-use requestState: the bus failed')
       throw new McpError(ErrorCode.InternalError, 'The server could not check that this round is answered once (requestState.singleUse): retry it, and start the call over if the retry is refused as already answered', { statusCode: 503 })

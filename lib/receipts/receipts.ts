@@ -7,7 +7,7 @@ import { within } from '../check.js'
 import { ErrorCode, McpError, invalidParams, invalidRequest, unboundPrincipal } from '../errors.js'
 import { PROTOCOL_VERSION, isPlainObject, type JsonObject, type RequestId } from '../protocol/wire.js'
 import { digest } from '../seal/digest.js'
-import { MAX_CLOCK_SKEW_MS, Sealer, type KeyRing } from '../seal/seal.js'
+import { Sealer, type KeyRing } from '../seal/seal.js'
 import { InProcessBus, type NotificationBus } from '../bus/bus.js'
 import type { ReceiptEvent } from '../bus/events.js'
 import { MemoryReceiptStore, type ReceiptStore, type StoredReceipt } from './store.js'
@@ -352,8 +352,8 @@ export class Claim {
         kept.s = status
         if (taskId !== undefined) kept.t = taskId
       }
-      // A round that ran opened its token, so its expiry is known; past it (and the skew) no node takes the token.
-      const ttl = this.#ttl ?? (call.tokenExpiresAt as number) + MAX_CLOCK_SKEW_MS - Date.now()
+      // A round that ran opened its token, so it is known until when a node may take it.
+      const ttl = this.#ttl ?? (call.tokenTakenUntil as number) - Date.now()
       const sealed = receipts.seal(this.name, kept)
       const written = await within(store.complete(this.name, this.holder, sealed, Math.max(1, ttl)), 'the receipt store')
       if (written === 'full') receipts.failed(new Error('the receipt store is full'))
