@@ -6,8 +6,15 @@ import type { RequestedSchemaBuilder } from './schema.js'
 
 type KeyPrefix = 'elicit' | 'sample' | 'roots'
 
+// Constants, not made per ask: V8 looks a fresh string up at every property access (bench/README.md#questions).
+const DEFAULT_KEYS: Readonly<Record<KeyPrefix, readonly string[]>> = {
+  elicit: Array.from({ length: 64 }, (_, i) => `elicit-${i + 1}`),
+  sample: Array.from({ length: 64 }, (_, i) => `sample-${i + 1}`),
+  roots: Array.from({ length: 64 }, (_, i) => `roots-${i + 1}`),
+}
+
 export function defaultKey (prefix: KeyPrefix, ordinal: number): string {
-  return `${prefix}-${ordinal + 1}`
+  return DEFAULT_KEYS[prefix][ordinal] ?? `${prefix}-${ordinal + 1}`
 }
 
 export type QuestionKind = 'elicit' | 'elicitUrl' | 'sample' | 'roots'
