@@ -229,13 +229,19 @@ export class Tasks {
 
   /** A task's handle as `tools/call` hands it out, now, for its owner only (a receipt's duplicate gets it). */
   async handle (id: string, principal: string | null): Promise<JsonObject | undefined> {
-    const task = await this.#repository.read(id).catch(() => undefined)
-    return task === undefined || task.state.principal !== principal ? undefined : summary(task)
+    const task = await this.#owned(id, principal)
+    return task && summary(task)
   }
 
   async view (id: string, principal: string | null): Promise<JsonObject | undefined> {
+    const task = await this.#owned(id, principal)
+    return task && detailed(task)
+  }
+
+  /** The task, for its owner; undefined for anyone else, or when it is gone or cannot be read. */
+  async #owned (id: string, principal: string | null): Promise<Task | undefined> {
     const task = await this.#repository.read(id).catch(() => undefined)
-    return task === undefined || task.state.principal !== principal ? undefined : detailed(task)
+    return task?.state.principal === principal ? task : undefined
   }
 
   /** Another node changed a task: a pass here stops once cancelled; one taken over learns it at its next write. */
