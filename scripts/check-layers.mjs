@@ -19,6 +19,7 @@ const FLOORS = [
   ['features', ['features/']],
   ['tasks', ['tasks/']],
   ['receipts', ['receipts/']],
+  ['events', ['events/']],
   ['transport', ['transport/']],
   ['modern', ['modern/']],
   ['legacy', ['legacy/']],

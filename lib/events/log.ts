@@ -1,0 +1,330 @@
+import { positiveInteger } from '../check.js'
+
+/**
+ * A place in one event type's log, `<ms>-<seq>` as a Redis Stream id: ordered by `ms`, then `seq`. `'0-0'` is before
+ * every occurrence.
+ */
+export type Position = string
+
+/** An occurrence as the log keeps it. */
+export interface StoredOccurrence {
+  readonly position: Position
+  readonly eventId: string
+  /** Epoch ms. */
+  readonly timestamp: number
+  /** The payload's JSON text. */
+  readonly data: string
+}
+
+/** What a read found. */
+export interface LogRead {
+  /** After the position asked, in order, at most the number asked. */
+  readonly occurrences: StoredOccurrence[]
+  /** The last position the type's log was given (`'0-0'` when none). */
+  readonly head: Position
+  /** Occurrences at or before it are gone (age or bytes); `'0-0'` when none was dropped. */
+  readonly floor: Position
+}
+
+/** A webhook subscription as the log keeps it: its record sealed (the client's secret is inside), until it expires. */
+export interface StoredSubscription {
+  readonly id: string
+  readonly name: string
+  /** Who holds it (a digest of the principal), for the per-principal bound. */
+  readonly owner: string
+  readonly sealed: string
+  /** Epoch ms. */
+  readonly expiresAt: number
+}
+
+/** A delivery job: `id` names it fleet-wide, `body` is opaque to the log; `attempt` counts the claims before this one. */
+export interface DeliveryJob {
+  readonly id: string
+  readonly body: string
+  readonly attempt: number
+}
+
+/**
+ * Where occurrences, webhook subscriptions and webhook deliveries live for every node. Each method resolves once its
+ * effect is visible to every node. `mocapi/testing`'s `eventLogChecks` are what a log must pass.
+ *
+ * Appending to a type that has subscriptions also enqueues, in the same step, the job `fanout|<name>|<position>` (body
+ * `''`, due now): a node that dies after appending loses no webhook delivery, since any node's worker runs the fan-out.
+ */
+export interface EventLog {
+  /**
+   * Appends an occurrence of `name`, or finds the one of the same `eventId` still kept (`stored: false`, its position);
+   * drops what is older than the log's `maxAge` or past its bytes.
+   */
+  append (name: string, occurrence: Omit<StoredOccurrence, 'position'>): Promise<{ position: Position, stored: boolean }>
+  /** At most `limit` occurrences of `name` after `after`, with the log's head and floor. */
+  read (name: string, after: Position, limit: number): Promise<LogRead>
+  /**
+   * Puts a subscription (replacing the one of its id): `'full'`, and nothing written, when its owner already holds
+   * `maxPerOwner` other live ones.
+   */
+  putSubscription (subscription: StoredSubscription, maxPerOwner: number): Promise<'stored' | 'full'>
+  /** The live subscription of `id`. */
+  subscription (id: string): Promise<StoredSubscription | undefined>
+  /** Removes a subscription; false when there was none live. */
+  deleteSubscription (id: string): Promise<boolean>
+  /** The live subscriptions of `name`. */
+  subscriptions (name: string): Promise<StoredSubscription[]>
+  /** Whether `key` was marked within its time (the webhook verification cache). */
+  marked (key: string): Promise<boolean>
+  mark (key: string, ttlMs: number): Promise<void>
+  /** Enqueues jobs due at `dueAt`, each unless its id is queued or was finished within the time `finish` kept it. */
+  enqueue (jobs: ReadonlyArray<{ id: string, body: string }>, dueAt: number): Promise<void>
+  /**
+   * Claims at most `max` jobs due by now: each becomes due again `leaseMs` from now (so a node that dies holding it
+   * loses nothing) and its attempt count goes up by one. Two nodes never claim a job in the same lease.
+   */
+  claim (max: number, leaseMs: number): Promise<DeliveryJob[]>
+  /** Makes a claimed job due at `dueAt`. */
+  retry (id: string, dueAt: number): Promise<void>
+  /** Removes a job for good (delivered, or given up); its id is refused by `enqueue` for `keepMs`. */
+  finish (id: string, keepMs: number): Promise<void>
+  /** When the next job is due (epoch ms); undefined when none is queued. */
+  nextDue (): Promise<number | undefined>
+  /** Releases the log's resources when the server closes. */
+  close? (): void | Promise<void>
+}
+
+/** Options of {@link MemoryEventLog}. */
+export interface MemoryEventLogOptions {
+  /** ms an occurrence is kept. Default 3 600 000 (an hour). */
+  maxAge?: number | undefined
+  /** Characters of payload JSON kept across all types; the oldest go first. Default 64 Mi. */
+  maxBytes?: number | undefined
+  /** Clock in epoch milliseconds; `Date.now` by default. */
+  now?: (() => number) | undefined
+}
+
+const DEFAULT_MAX_AGE = 3_600_000
+const DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+/** `a` before `b`: negative; the same: 0. */
+export function comparePositions (a: Position, b: Position): number {
+  const [am, as] = splitPosition(a)
+  const [bm, bs] = splitPosition(b)
+  return am !== bm ? am - bm : as - bs
+}
+
+export function splitPosition (position: Position): [number, number] {
+  const dash = position.indexOf('-')
+  return [Number(position.slice(0, dash)), Number(position.slice(dash + 1))]
+}
+
+/** Whether `value` is a position: two non-negative safe integers joined by `-`. */
+export function isPosition (value: unknown): value is Position {
+  return typeof value === 'string' && /^(0|[1-9]\d{0,15})-(0|[1-9]\d{0,15})$/.test(value) &&
+    splitPosition(value).every(Number.isSafeInteger)
+}
+
+interface TypeLog {
+  readonly entries: StoredOccurrence[]
+  /** Index of the first live entry: entries before it are dropped lazily, in bulk. */
+  start: number
+  head: Position
+  floor: Position
+  readonly ids: Map<string, Position>
+}
+
+interface QueuedJob {
+  body: string
+  dueAt: number
+  attempt: number
+}
+
+/**
+ * The default event log, in this process: one node, lost on exit. Occurrences are kept `maxAge` ms and `maxBytes`
+ * characters of payload across all types (the oldest go first), subscriptions until they expire, jobs until finished.
+ */
+export class MemoryEventLog implements EventLog {
+  readonly #logs = new Map<string, TypeLog>()
+  readonly #subscriptions = new Map<string, StoredSubscription>()
+  readonly #marks = new Map<string, number>()
+  readonly #jobs = new Map<string, QueuedJob>()
+  readonly #finished = new Map<string, number>()
+  readonly #maxAge: number
+  readonly #maxBytes: number
+  readonly #now: () => number
+  #bytes = 0
+  #lastMs = 0
+  #seq = 0
+
+  constructor (options: MemoryEventLogOptions = {}) {
+    this.#maxAge = positiveInteger(options.maxAge, 'MemoryEventLog maxAge', DEFAULT_MAX_AGE)
+    this.#maxBytes = positiveInteger(options.maxBytes, 'MemoryEventLog maxBytes', DEFAULT_MAX_BYTES)
+    this.#now = options.now ?? Date.now
+  }
+
+  async append (name: string, occurrence: Omit<StoredOccurrence, 'position'>): Promise<{ position: Position, stored: boolean }> {
+    const log = this.#log(name)
+    this.#expire(log)
+    const known = log.ids.get(occurrence.eventId)
+    if (known !== undefined) return { position: known, stored: false }
+    const now = this.#now()
+    if (now > this.#lastMs) {
+      this.#lastMs = now
+      this.#seq = 0
+    } else this.#seq++
+    const position = `${this.#lastMs}-${this.#seq}`
+    log.entries.push({ ...occurrence, position })
+    log.ids.set(occurrence.eventId, position)
+    log.head = position
+    this.#bytes += occurrence.data.length
+    while (this.#bytes > this.#maxBytes) this.#dropOldest()
+    if (this.#hasSubscriptions(name)) {
+      this.#jobs.set(`fanout|${name}|${position}`, { body: '', dueAt: now, attempt: 0 })
+    }
+    return { position, stored: true }
+  }
+
+  async read (name: string, after: Position, limit: number): Promise<LogRead> {
+    const log = this.#logs.get(name)
+    if (log === undefined) return { occurrences: [], head: '0-0', floor: '0-0' }
+    this.#expire(log)
+    const occurrences: StoredOccurrence[] = []
+    // Entries are in order: a binary search finds the first after `after`.
+    let low = log.start
+    let high = log.entries.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (comparePositions(log.entries[middle].position, after) <= 0) low = middle + 1
+      else high = middle
+    }
+    for (let i = low; i < log.entries.length && occurrences.length < limit; i++) occurrences.push(log.entries[i])
+    return { occurrences, head: log.head, floor: log.floor }
+  }
+
+  async putSubscription (subscription: StoredSubscription, maxPerOwner: number): Promise<'stored' | 'full'> {
+    this.#sweepSubscriptions()
+    let held = 0
+    for (const other of this.#subscriptions.values()) {
+      if (other.owner === subscription.owner && other.id !== subscription.id) held++
+    }
+    if (held >= maxPerOwner) return 'full'
+    this.#subscriptions.set(subscription.id, { ...subscription })
+    return 'stored'
+  }
+
+  async subscription (id: string): Promise<StoredSubscription | undefined> {
+    const found = this.#subscriptions.get(id)
+    return found !== undefined && found.expiresAt > this.#now() ? found : undefined
+  }
+
+  async deleteSubscription (id: string): Promise<boolean> {
+    const live = await this.subscription(id)
+    this.#subscriptions.delete(id)
+    return live !== undefined
+  }
+
+  async subscriptions (name: string): Promise<StoredSubscription[]> {
+    this.#sweepSubscriptions()
+    return [...this.#subscriptions.values()].filter((subscription) => subscription.name === name)
+  }
+
+  async marked (key: string): Promise<boolean> {
+    const until = this.#marks.get(key)
+    return until !== undefined && until > this.#now()
+  }
+
+  async mark (key: string, ttlMs: number): Promise<void> {
+    const now = this.#now()
+    for (const [other, until] of this.#marks) if (until <= now) this.#marks.delete(other)
+    this.#marks.set(key, now + ttlMs)
+  }
+
+  async enqueue (jobs: ReadonlyArray<{ id: string, body: string }>, dueAt: number): Promise<void> {
+    const now = this.#now()
+    for (const [id, until] of this.#finished) if (until <= now) this.#finished.delete(id)
+    for (const job of jobs) {
+      if (this.#jobs.has(job.id) || this.#finished.has(job.id)) continue
+      this.#jobs.set(job.id, { body: job.body, dueAt, attempt: 0 })
+    }
+  }
+
+  async claim (max: number, leaseMs: number): Promise<DeliveryJob[]> {
+    const now = this.#now()
+    const claimed: DeliveryJob[] = []
+    for (const [id, job] of this.#jobs) {
+      if (claimed.length >= max) break
+      if (job.dueAt > now) continue
+      job.dueAt = now + leaseMs
+      claimed.push({ id, body: job.body, attempt: job.attempt })
+      job.attempt++
+    }
+    return claimed
+  }
+
+  async retry (id: string, dueAt: number): Promise<void> {
+    const job = this.#jobs.get(id)
+    if (job !== undefined) job.dueAt = dueAt
+  }
+
+  async finish (id: string, keepMs: number): Promise<void> {
+    this.#jobs.delete(id)
+    this.#finished.set(id, this.#now() + keepMs)
+  }
+
+  async nextDue (): Promise<number | undefined> {
+    let next: number | undefined
+    for (const job of this.#jobs.values()) if (next === undefined || job.dueAt < next) next = job.dueAt
+    return next
+  }
+
+  #hasSubscriptions (name: string): boolean {
+    const now = this.#now()
+    for (const subscription of this.#subscriptions.values()) {
+      if (subscription.name === name && subscription.expiresAt > now) return true
+    }
+    return false
+  }
+
+  #log (name: string): TypeLog {
+    let log = this.#logs.get(name)
+    if (log === undefined) {
+      log = { entries: [], start: 0, head: '0-0', floor: '0-0', ids: new Map() }
+      this.#logs.set(name, log)
+    }
+    return log
+  }
+
+  /** Drops a type's occurrences older than `maxAge`. */
+  #expire (log: TypeLog): void {
+    const oldest = this.#now() - this.#maxAge
+    while (log.start < log.entries.length && log.entries[log.start].timestamp < oldest) this.#drop(log)
+  }
+
+  #dropOldest (): void {
+    let oldest: TypeLog | undefined
+    for (const log of this.#logs.values()) {
+      if (log.start >= log.entries.length) continue
+      if (oldest === undefined || comparePositions(log.entries[log.start].position, oldest.entries[oldest.start].position) < 0) oldest = log
+    }
+    if (oldest === undefined) {
+      this.#bytes = 0
+      return
+    }
+    this.#drop(oldest)
+  }
+
+  #drop (log: TypeLog): void {
+    const entry = log.entries[log.start]
+    log.start++
+    log.floor = entry.position
+    log.ids.delete(entry.eventId)
+    this.#bytes -= entry.data.length
+    // The array is cut once half of it is dropped: each entry is moved at most once on average.
+    if (log.start > 1024 && log.start * 2 > log.entries.length) {
+      log.entries.splice(0, log.start)
+      log.start = 0
+    }
+  }
+
+  #sweepSubscriptions (): void {
+    const now = this.#now()
+    for (const [id, subscription] of this.#subscriptions) if (subscription.expiresAt <= now) this.#subscriptions.delete(id)
+  }
+}
