@@ -1,6 +1,7 @@
 import t from 'tap'
-import { randomBytes } from 'node:crypto'
+import { pbkdf2, randomBytes } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
+import { CallbackGuard, CallbackRefused } from '../../lib/events/guard.js'
 import { parseSecret, signedHeaders } from '../../lib/events/sign.js'
 
 // A key made of 24 to 64 random bytes, as the `whsec_` text a client sends.
@@ -36,4 +37,113 @@ t.test('a signed delivery verifies with the standardwebhooks package, and a tamp
   t.throws(() => new Webhook(secret).verify(body.replace('api', 'web'), headers), /signature/i, 'tampered body')
   t.throws(() => new Webhook(secretOf(32)).verify(body, headers), /signature/i, 'another secret')
   t.throws(() => new Webhook(secret).verify(body, { ...headers, 'webhook-id': 'inc-124' }), /signature/i, 'another id')
+})
+
+async function refusal (guard: CallbackGuard, url: string): Promise<{ reason: string, message: string }> {
+  try {
+    await guard.check(url)
+  } catch (error) {
+    if (error instanceof CallbackRefused) return { reason: error.reason, message: error.message }
+    throw error
+  }
+  throw new Error(`${url} passed`)
+}
+
+t.test('callbacks to addresses that are not globally routable are refused, naming the host and why', async (t) => {
+  const guard = new CallbackGuard([])
+  const refused = {
+    'https://127.0.0.1/': '"127.0.0.1" is a loopback address',
+    'https://[::1]/': '"[::1]" is a loopback address',
+    'https://localhost/': '"localhost" resolves to 127.0.0.1, a loopback address',
+    'https://10.1.2.3/': '"10.1.2.3" is a private address',
+    'https://192.168.0.10:8443/x': '"192.168.0.10" is a private address',
+    'https://172.16.5.4/': '"172.16.5.4" is a private address',
+    'https://172.31.255.255/': '"172.31.255.255" is a private address',
+    'https://169.254.169.254/latest/meta-data': '"169.254.169.254" is a link-local address',
+    'https://[fe80::1]/': '"[fe80::1]" is a link-local address',
+    'https://[fc00::1]/': '"[fc00::1]" is a unique local address',
+    'https://[::ffff:127.0.0.1]/': '"[::ffff:7f00:1]" is a loopback address',
+    'https://[::ffff:10.0.0.1]/': '"[::ffff:a00:1]" is a private address',
+    'https://0.0.0.0/': '"0.0.0.0" is an unspecified address',
+    'https://224.0.0.1/': '"224.0.0.1" is a multicast address',
+    'https://100.64.0.1/': '"100.64.0.1" is a carrier-grade NAT address',
+    'https://192.0.2.1/': '"192.0.2.1" is a reserved address',
+    'https://255.255.255.255/': '"255.255.255.255" is a broadcast address',
+    'https://[2002:7f00:1::]/': '"[2002:7f00:1::]" is a special-purpose (6to4) address',
+    'https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/': 'is a special-purpose (teredo) address',
+    'https://0x7f000001/': '"127.0.0.1" is a loopback address',
+  }
+  for (const [url, why] of Object.entries(refused)) {
+    const { reason, message } = await refusal(guard, url)
+    t.equal(reason, 'blocked_address', url)
+    t.ok(message.includes(why), `${url}: ${message}`)
+    t.ok(message.endsWith('; callbacks must reach a public address (events.webhooks.allow lists exceptions)'), url)
+  }
+})
+
+t.test('a public https callback passes with the address to connect to', async (t) => {
+  const guard = new CallbackGuard(['http://127.0.0.1:*'])
+  const passed = await guard.check('https://8.8.8.8/hooks?tenant=1')
+  t.same({ ...passed, url: passed.url.href }, { url: 'https://8.8.8.8/hooks?tenant=1', address: '8.8.8.8', family: 4 })
+  t.same(await guard.check('https://[2606:4700::1111]:8443/'), {
+    url: new URL('https://[2606:4700::1111]:8443/'), address: '2606:4700::1111', family: 6,
+  })
+  t.equal((await guard.check('https://[::ffff:8.8.4.4]/')).address, '::ffff:808:404', 'a mapped public IPv4')
+})
+
+t.test('callbacks must be https, without credentials, and a URL', async (t) => {
+  const guard = new CallbackGuard([])
+  t.same(await refusal(guard, 'http://example.com/hook'), {
+    reason: 'not_https',
+    message: 'callback URL for "example.com" must be https, got http: (events.webhooks.allow lists exceptions)',
+  })
+  t.equal((await refusal(guard, 'ftp://example.com/')).reason, 'not_https')
+  const credentials = await refusal(guard, 'https://admin:hunter2@example.com/hook')
+  t.same(credentials, { reason: 'invalid_url', message: 'callback URL for "example.com" must not carry a user name or password' })
+  t.equal((await refusal(guard, 'https://token@example.com/')).reason, 'invalid_url')
+  t.same(await refusal(guard, 'not a url'), { reason: 'invalid_url', message: 'callback URL "not a url" is not a valid URL' })
+  const long = await refusal(guard, `::${'x'.repeat(5_000)}`)
+  t.equal(long.reason, 'invalid_url')
+  t.ok(long.message.length < 260, 'a long value is cut')
+  t.equal((await refusal(guard, 42 as unknown as string)).message, 'callback URL "42" is not a valid URL')
+})
+
+t.test('a host that does not resolve, or not in time, is refused', async (t) => {
+  t.same(await refusal(new CallbackGuard([]), 'https://does-not-resolve.invalid/'), {
+    reason: 'unresolvable', message: 'callback host "does-not-resolve.invalid" does not resolve (ENOTFOUND)',
+  })
+  t.equal((await refusal(new CallbackGuard(['http://does-not-resolve.invalid:*']), 'http://does-not-resolve.invalid:1/')).reason,
+    'unresolvable', 'allowed origins still resolve')
+  // Lookups share libuv's thread pool: keep it busy so the lookup waits longer than the guard does.
+  const busy = Array.from({ length: 16 }, () => new Promise((resolve) => pbkdf2('a', 'b', 30_000, 32, 'sha256', resolve)))
+  const slow = await refusal(new CallbackGuard([], { lookupTimeoutMs: 10 }), 'https://localhost/')
+  t.same(slow, { reason: 'unresolvable', message: 'callback host "localhost" does not resolve (no answer within 10 ms)' })
+  await Promise.all(busy)
+})
+
+t.test('an allowed origin passes over http to a local address, and its address is returned', async (t) => {
+  const guard = new CallbackGuard(['http://127.0.0.1:*', 'HTTP://LocalHost:8080', 'https://hooks.internal.example',
+    'http://[::1]:*'])
+  t.same(await guard.check('http://127.0.0.1:3000/hook'), { url: new URL('http://127.0.0.1:3000/hook'), address: '127.0.0.1', family: 4 })
+  t.same(await guard.check('http://127.0.0.1/'), { url: new URL('http://127.0.0.1/'), address: '127.0.0.1', family: 4 })
+  t.same(await guard.check('http://localhost:8080/x'), { url: new URL('http://localhost:8080/x'), address: '127.0.0.1', family: 4 })
+  t.same(await guard.check('http://[::1]:9/'), { url: new URL('http://[::1]:9/'), address: '::1', family: 6 })
+  t.equal((await refusal(guard, 'http://localhost:8081/')).reason, 'not_https', 'another port')
+  t.equal((await refusal(guard, 'https://127.0.0.1:3000/')).reason, 'blocked_address', 'another scheme')
+  t.equal((await refusal(guard, 'https://hooks.internal.example:8443/')).reason, 'unresolvable', 'not the default port')
+  t.equal((await refusal(guard, 'http://user@127.0.0.1:3000/')).reason, 'invalid_url', 'credentials even when allowed')
+})
+
+t.test('allow entries are origins, checked at construction', async (t) => {
+  const bad = ['http://127.0.0.1:*/', 'https://hooks.example/path', 'https://hooks.example?x=1', 'https://u:p@hooks.example',
+    'ftp://hooks.example', 'hooks.example', 'https://hooks.example:99999', 'https://hooks.example:**', 'https://', 42]
+  for (const entry of bad) {
+    t.throws(() => new CallbackGuard(['http://127.0.0.1:*', entry as string]), {
+      code: 'FST_MOCAPI_INVALID_OPTION',
+      message: `mocapi: events.webhooks.allow[1] must be an origin scheme://host[:port] (http or https; the port may be *), got ${typeof entry === 'string' ? JSON.stringify(entry) : entry}`,
+    }, String(entry))
+  }
+  t.throws(() => new CallbackGuard('http://127.0.0.1:*' as unknown as string[]), {
+    message: 'mocapi: events.webhooks.allow must be an array of origins, got "http://127.0.0.1:*"',
+  })
 })
