@@ -293,8 +293,9 @@ export class MemoryEventLog implements EventLog {
 
   /** Drops a type's occurrences older than `maxAge`. */
   #expire (log: TypeLog): void {
+    // By position, as Redis trims by stream id: both are the log's own clock.
     const oldest = this.#now() - this.#maxAge
-    while (log.start < log.entries.length && log.entries[log.start].timestamp < oldest) this.#drop(log)
+    while (log.start < log.entries.length && splitPosition(log.entries[log.start].position)[0] < oldest) this.#drop(log)
   }
 
   #dropOldest (): void {
