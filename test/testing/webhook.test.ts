@@ -2,9 +2,10 @@ import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import { Webhook } from 'standardwebhooks'
+import type { build } from '../helpers.js'
 import { MAX_WEBHOOK_BODY, WebhookError, verifyWebhook, webhookReceiver, type WebhookReceiver } from '../../lib/testing/index.js'
 
-type Test = typeof t
+type Test = Parameters<typeof build>[0]
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`
 const OTHER = `whsec_${randomBytes(32).toString('base64')}`
