@@ -6,7 +6,7 @@ import { FormAnswers } from './elicitation/answers.js'
 import { Handlers } from './features/handlers.js'
 import { registered } from './features/methods.js'
 import { Prompts } from './features/prompts.js'
-import { McpRegistry } from './features/registry.js'
+import { McpRegistry } from './registry.js'
 import { Resources } from './features/resources.js'
 import { BusLink } from './bus/link.js'
 import { InProcessBus } from './bus/bus.js'
@@ -30,6 +30,15 @@ import { Receipts } from './receipts/receipts.js'
 import { MemoryTaskStore, type TaskStore } from './tasks/store.js'
 import { Tasks } from './tasks/tasks.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
+import { EventCursors } from './events/cursor.js'
+import { Events } from './events/events.js'
+import { EventFeed } from './events/feed.js'
+import { CallbackGuard } from './events/guard.js'
+import { MemoryEventLog, type EventLog } from './events/log.js'
+import { EventStreams } from './events/stream.js'
+import { EventTypes } from './events/types.js'
+import { Webhooks } from './events/webhooks.js'
+import { DeliveryWorker } from './events/worker.js'
 import { Lifecycle } from './transport/lifecycle.js'
 import { ProtectedResource } from './transport/oauth.js'
 import { ElicitationPolicy } from './elicitation/policy.js'
@@ -93,22 +102,33 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const shared = notificationBus instanceof InProcessBus ? undefined : bus
   const receipts = options.receipts && new Receipts({ ...options.receipts, ...receiptParts, bus: shared, tasks })
   const receiver = (message: object): void => { exchange.received(message) }
-  bus.attach({ session: hub, tasks, streams: subscriptions, receipts, receiver })
+  const { eventTypes, events, eventLog, worker, webhooks } = eventParts(options, ring, compiler, scopes, subscriptions, bus, fastify)
+  const woken = (name: string): void => {
+    events.woken(name)
+    worker.wake()
+  }
+  bus.attach({ session: hub, tasks, streams: subscriptions, receipts, receiver, events: { woken } })
   fastify.addHook('onReady', async () => {
     await bus.ready()
+    worker.start()
     tasks.warn(fastify.log, options.taskStore, notificationBus)
     receipts?.warn(notificationBus)
   })
 
-  const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills }
+  const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills, eventTypes, events, webhooks }
   const counts = registered(features)
   fastify.decorate('mcp', new McpRegistry({ ...features, announce: (event) => bus.announce(event) }))
   fastify.decorateRequest('mcp', null)
   const lifecycle = new Lifecycle(options.shutdownGrace, () => fastify.server.closeIdleConnections(), options.heartbeat)
   // Abort every open reply first (streams end, waiting calls stop, handlers get the grace): no request hangs on close.
-  fastify.addHook('preClose', async () => { lifecycle.close() })
+  fastify.addHook('preClose', async () => {
+    events.close()
+    lifecycle.close()
+  })
   fastify.addHook('onClose', async () => {
     lifecycle.closed()
+    await worker.close()
+    await eventLog.close?.()
     await tasks.close()
     await taskStore.close?.()
     await receipts?.close()
@@ -153,6 +173,47 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   })
 }
 
+/** The events extension's parts: types, the log (memory unless given), poll and push, webhooks and their worker. */
+function eventParts (
+  options: ReturnType<typeof resolveOptions>,
+  ring: ReturnType<typeof keyRingOf>,
+  compiler: SchemaCompiler,
+  scopes: Scopes,
+  subscriptions: Subscriptions,
+  bus: BusLink,
+  fastify: FastifyInstance
+) {
+  const settings = options.events
+  const eventTypes = new EventTypes(compiler)
+  const eventLog: EventLog = settings.log ?? new MemoryEventLog()
+  const cursors = new EventCursors(ring)
+  const maxEvents = { fallback: settings.maxEvents, most: settings.maxPollEvents }
+  const feed = new EventFeed({ types: eventTypes, log: eventLog, cursors, scopes, settings: { maxEvents } })
+  const streams = new EventStreams(feed, subscriptions, settings.heartbeat)
+  const events = new Events({
+    types: eventTypes,
+    log: eventLog,
+    feed,
+    streams,
+    settings: { interval: settings.pollInterval, maxPayloadBytes: settings.maxPayloadBytes },
+    announce: (name) => { bus.publish({ kind: 'occurrence', name }) },
+  })
+  const webhooks = new Webhooks({
+    log: eventLog,
+    feed,
+    guard: new CallbackGuard(settings.allow),
+    ring,
+    settings: { timeout: settings.timeout, ttl: WEBHOOK_TTL, subscriptionsPerPrincipal: settings.subscriptionsPerPrincipal },
+    logger: fastify.log,
+  })
+  const tick = Math.min(1000, ...settings.retryDelays)
+  const worker = new DeliveryWorker({ log: eventLog, types: eventTypes, webhooks, cursors, logger: fastify.log, settings: { retryDelays: settings.retryDelays, tick } })
+  return { eventTypes, events, eventLog, worker, webhooks }
+}
+
+/** The TTL a webhook subscription is granted: an hour unless asked, from 5 minutes to a day. */
+const WEBHOOK_TTL = { fallback: 3_600_000, least: 300_000, most: 86_400_000 }
+
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */
 export const mocapiPlugin = fp(mocapi, { fastify: '5.x', name: 'mocapi' })
 export default mocapiPlugin
@@ -165,7 +226,7 @@ export type {
   ResourceReturn,
 } from './features/resources.js'
 export { InProcessBus, type NotificationBus, type BusEvent } from './bus/bus.js'
-export type { ChangeEvent, SessionEvent, TaskEvent, ReceiptEvent } from './bus/events.js'
+export type { ChangeEvent, SessionEvent, TaskEvent, ReceiptEvent, OccurrenceEvent } from './bus/events.js'
 export { requestedSchema, type RequestedSchemaBuilder, type RequestedSchema, type Infer } from './elicitation/schema.js'
 export type { ElicitAnswer } from './elicitation/answers.js'
 export {
@@ -173,7 +234,7 @@ export {
   InvalidOptionError, InvalidDefinitionError, DuplicateDefinitionError, InvalidSchemaError, InvalidRequestedSchemaError,
   InvalidArgumentError, InvalidKeyError, type LedgerMismatchPart,
 } from './errors.js'
-export type { McpRegistry } from './features/registry.js'
+export type { McpRegistry } from './registry.js'
 export type {
   ToolDefinition, ToolAnnotations, ToolHandler, ToolReturn, ToolArguments, ToolStructuredContent, StructuredToolResult,
   ToolErrorResult,
@@ -190,7 +251,11 @@ export {
 } from './receipts/store.js'
 export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
-export { SKILLS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from './protocol/extensions.js'
+export { SKILLS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE, EVENTS_EXTENSION } from './protocol/extensions.js'
+export { MemoryEventLog, type EventLog, type MemoryEventLogOptions, type StoredOccurrence, type StoredSubscription, type DeliveryJob, type LogRead, type Position } from './events/log.js'
+export type { EventDefinition, EventArguments, EventPayload, DeliveryMode, CheckedEvents } from './events/types.js'
+export type { EmitOptions } from './events/events.js'
+export { EventsErrorCode } from './events/errors.js'
 export type { SkillsOptions, SkillEntry } from './features/skills.js'
 export type { ViewDefinition, ViewCsp, ViewPermissions, ViewHtml, ToolUi, ToolVisibility } from './features/views.js'
 export type {

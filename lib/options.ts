@@ -8,6 +8,7 @@ import type { TokenVersion } from './seal/seal.js'
 import type { TaskStore } from './tasks/store.js'
 import type { ReceiptStore } from './receipts/store.js'
 import type { NotificationBus } from './bus/bus.js'
+import type { EventLog } from './events/log.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './modern/codec.js'
 import { MAKE_KEY } from './seal/keys.js'
 import { LEGACY_VERSIONS, PROTOCOL_VERSION, type Implementation } from './protocol/wire.js'
@@ -137,6 +138,29 @@ export interface MocapiOptions {
      */
     disable?: boolean | ((client: Implementation | undefined) => boolean) | undefined
   } | undefined
+  /** Events (the `io.modelcontextprotocol/events` extension, Beta): poll, push and signed webhooks. */
+  events?: {
+    /** Where occurrences, webhook subscriptions and deliveries live: `RedisEventLog` across a fleet. Default: memory. */
+    log?: EventLog | undefined
+    /** ms between an `events/stream`'s heartbeat notifications, which carry its cursor. Default 30 000, the most. */
+    heartbeat?: number | undefined
+    /** ms a poll's `nextPollMs` tells the client to wait (and a push stream of a `check` type re-reads). Default 5000. */
+    pollInterval?: number | undefined
+    /** Occurrences a poll returns when the client names no `maxEvents`. Default 100; a client may ask up to 1000. */
+    maxEvents?: number | undefined
+    /** UTF-8 bytes of JSON one occurrence's data may take; `emit` rejects more. Default 262 144 (256 KiB). */
+    maxPayloadBytes?: number | undefined
+    /** Live webhook subscriptions one principal may hold; past it `events/subscribe` is -32025. Default 64. */
+    subscriptionsPerPrincipal?: number | undefined
+    webhooks?: {
+      /** Callback origins let past the SSRF guard (`http://127.0.0.1:*` in tests): `scheme://host[:port or *]`. */
+      allow?: string[] | undefined
+      /** ms before each retry of a failed delivery (1 to 10 delays of at least 10 ms). Default 30 s, 2 min, 10 min. */
+      retryDelays?: number[] | undefined
+      /** ms one POST may take. Default 10 000. */
+      timeout?: number | undefined
+    } | undefined
+  } | undefined
   /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
   session?: {
     /** ms a session id stays valid; the client then starts a new session. Default a day, at most 2^31 − 1. */
@@ -179,10 +203,15 @@ const DEFAULTS = { path: '/mcp', pageSize: 100, shutdownGrace: 10_000, heartbeat
 // The names each section knows; each list compiles only while it names every field of its part of the interface.
 const OPTIONS = ['path', 'serverInfo', 'instructions', 'requestState', 'receipts', 'once', 'principal', 'scopes', 'allowedOrigins',
   'allowedHosts', 'pageSize', 'bodyLimit', 'protectedResource', 'bus', 'cache', 'limits', 'shutdownGrace', 'heartbeat',
-  'errors', 'legacy', 'tracing', 'tasks', 'elicitation', 'session'] as const
+  'errors', 'legacy', 'tracing', 'tasks', 'elicitation', 'session', 'events'] as const
 const REQUEST_STATE_OPTIONS = ['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'tokenVersion', 'singleUse'] as const
 const TASKS_OPTIONS = ['store', 'lease'] as const
 const RECEIPTS = { store: undefined, ttl: 86_400_000, maxBytes: 1024 * 1024 } satisfies Record<keyof Section<'receipts'>, unknown>
+const EVENTS = {
+  log: undefined, heartbeat: 30_000, pollInterval: 5000, maxEvents: 100, maxPayloadBytes: 256 * 1024, subscriptionsPerPrincipal: 64, webhooks: undefined,
+} satisfies Record<keyof Section<'events'>, unknown>
+const WEBHOOKS = { allow: [] as string[], retryDelays: [30_000, 120_000, 600_000], timeout: 10_000 } satisfies Record<keyof NonNullable<Section<'events'>['webhooks']>, unknown>
+const MAX_POLL_EVENTS = 1000
 type Missing<Names extends readonly string[], Part> = Exclude<keyof Part, Names[number]>
 type Complete<N extends readonly string[], Part> = [Missing<N, Part>] extends [never] ? true : Missing<N, Part>
 type Assert<T extends true[]> = T
@@ -287,6 +316,43 @@ function busOf (value: unknown, singleUse: boolean): NotificationBus | undefined
   return bus
 }
 
+function retryDelaysOf (value: unknown): number[] {
+  if (value === undefined) return WEBHOOKS.retryDelays
+  if (!Array.isArray(value) || value.length < 1 || value.length > 10 ||
+    !value.every((delay) => Number.isInteger(delay) && delay >= 10 && delay <= MAX_TIMER_MS)) {
+    throw new InvalidOptionError(`events.webhooks.retryDelays must be 1 to 10 integers of ms from 10 to ${MAX_TIMER_MS}, got ${describe(value)}`)
+  }
+  return value as number[]
+}
+
+function eventHeartbeatOf (value: unknown): number {
+  const ms = boundedInteger(value, 'events.heartbeat', EVENTS.heartbeat, 30_000, 'the 30 s the events extension asks a heartbeat to come within')
+  if (ms < MIN_HEARTBEAT) throw new InvalidOptionError(`events.heartbeat must be at least ${MIN_HEARTBEAT} ms, got ${ms}`)
+  return ms
+}
+
+function eventsOf (value: unknown) {
+  const given = section(value, 'events', EVENTS)
+  const webhooks = section(given.webhooks, 'events.webhooks', WEBHOOKS)
+  const allow = webhooks.allow ?? WEBHOOKS.allow
+  if (!Array.isArray(allow) || !allow.every((origin) => typeof origin === 'string')) {
+    throw new InvalidOptionError(`events.webhooks.allow must be an array of origins, got ${describe(allow)}`)
+  }
+  return {
+    log: withMethods<EventLog>(given.log, ['append', 'read', 'putSubscription', 'subscription', 'deleteSubscription', 'subscriptions',
+      'marked', 'mark', 'enqueue', 'claim', 'retry', 'finish', 'nextDue'], 'events.log must be an EventLog (MemoryEventLog, RedisEventLog or one of its kind)'),
+    heartbeat: eventHeartbeatOf(given.heartbeat),
+    pollInterval: timerMs(given.pollInterval, 'events.pollInterval', EVENTS.pollInterval),
+    maxEvents: boundedInteger(given.maxEvents, 'events.maxEvents', EVENTS.maxEvents, MAX_POLL_EVENTS, `${MAX_POLL_EVENTS}, the most a client may ask`),
+    maxPollEvents: MAX_POLL_EVENTS,
+    maxPayloadBytes: positiveInteger(given.maxPayloadBytes, 'events.maxPayloadBytes', EVENTS.maxPayloadBytes),
+    subscriptionsPerPrincipal: positiveInteger(given.subscriptionsPerPrincipal, 'events.subscriptionsPerPrincipal', EVENTS.subscriptionsPerPrincipal),
+    allow: allow as string[],
+    retryDelays: retryDelaysOf(webhooks.retryDelays),
+    timeout: timerMs(webhooks.timeout, 'events.webhooks.timeout', WEBHOOKS.timeout),
+  }
+}
+
 function disableOf (value: unknown): boolean | ((client: Implementation | undefined) => boolean) {
   const disable = section(value, 'elicitation', ['disable']).disable ?? false
   if (typeof disable !== 'boolean' && typeof disable !== 'function') {
@@ -336,5 +402,6 @@ export function resolveOptions (opts: unknown) {
     protectedResource: resolveProtectedResource(o.protectedResource),
     elicitationDisable: disableOf(o.elicitation),
     scopes: optionalFunction<(request: FastifyRequest) => readonly string[] | undefined>(o.scopes, 'scopes'),
+    events: eventsOf(o.events),
   }
 }

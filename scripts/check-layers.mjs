@@ -25,7 +25,7 @@ const FLOORS = [
   ['legacy', ['legacy/']],
   ['redis', ['redis/']],
   ['testing', ['testing/']],
-  ['plugin', ['options.ts', 'index.ts']],
+  ['plugin', ['options.ts', 'registry.ts', 'index.ts']],
 ]
 
 function floorOf (file) {

@@ -112,12 +112,17 @@ export async function postHttp (url: string, method: string, params: Record<stri
 
 /** Opens a `subscriptions/listen` stream over real HTTP and reads its SSE frames one by one. */
 export async function listen (url: string, id: number, notifications: object, headers: Record<string, string> = {}) {
+  return await openStream(url, id, 'subscriptions/listen', { notifications }, headers)
+}
+
+/** POSTs a request whose reply is held as an event stream (`subscriptions/listen`, `events/stream`), read frame by frame. */
+export async function openStream (url: string, id: number, method: string, params: object, headers: Record<string, string> = {}) {
   const controller = new AbortController()
   const response = await fetch(url, {
     method: 'POST',
     signal: controller.signal,
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'subscriptions/listen', ...headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: meta({}) } }),
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': method, ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta({}) } }),
   })
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()

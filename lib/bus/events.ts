@@ -31,8 +31,14 @@ export interface ReceiptEvent {
   name: string
 }
 
-/** Everything a bus broadcasts: changes, tasks' news, receipts done, and the events of 2025-era sessions. */
-export type BusEvent = ChangeEvent | SessionEvent | TaskEvent | ReceiptEvent
+/** That an occurrence of the event type `name` was appended: streams of it read the log, workers the queue. */
+export interface OccurrenceEvent {
+  kind: 'occurrence'
+  name: string
+}
+
+/** Everything a bus broadcasts: changes, tasks' news, receipts done, occurrences, and the events of 2025-era sessions. */
+export type BusEvent = ChangeEvent | SessionEvent | TaskEvent | ReceiptEvent | OccurrenceEvent
 
 /** A fresh object of the event's known fields only; `undefined` when the message is none. */
 export function parseEvent (message: string): BusEvent | undefined {
@@ -41,7 +47,7 @@ export function parseEvent (message: string): BusEvent | undefined {
   const { kind, uri, session, op, level, requestId, from, id, node } = value
   if (typeof kind !== 'string') return undefined
   if (kind === 'task') return typeof id === 'string' && typeof node === 'string' ? { kind, id, node } : undefined
-  if (kind === 'receipt') return typeof value.name === 'string' ? { kind, name: value.name } : undefined
+  if (kind === 'receipt' || kind === 'occurrence') return typeof value.name === 'string' ? { kind, name: value.name } : undefined
   if (LIST_KINDS.includes(kind as ListKind)) return { kind: kind as ListKind }
   if (kind === 'resource') return typeof uri === 'string' ? { kind, uri } : undefined
   if (kind !== 'session' || typeof session !== 'string') return undefined

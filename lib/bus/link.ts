@@ -17,6 +17,8 @@ export interface EventRoutes {
   streams: { notify (event: ChangeEvent): void, notifyTask (id: string): void, catchUp (): void }
   /** Receipts done on any node: duplicates waiting here read them. */
   receipts?: { settled (name: string): void } | undefined
+  /** Occurrences appended on any node: streams of their type read the log, and the worker its queue. */
+  events?: { woken (name: string): void } | undefined
   /** What this node is sent directly (2025-era answers, over `send`). */
   receiver?: (message: object) => void
 }
@@ -90,6 +92,7 @@ export class BusLink {
         if (event.node !== this.node) routes.tasks.changed(event.id).catch(noop)
         routes.streams.notifyTask(event.id)
       } else if (event.kind === 'receipt') routes.receipts?.settled(event.name)
+      else if (event.kind === 'occurrence') routes.events?.woken(event.name)
       else routes.streams.notify(event)
     }
     const resumed = (): void => { routes.streams.catchUp() }

@@ -1,5 +1,5 @@
 import type { CacheHint } from '../check.js'
-import { SKILLS_EXTENSION, TASKS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from '../protocol/extensions.js'
+import { EVENTS_EXTENSION, SKILLS_EXTENSION, TASKS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE } from '../protocol/extensions.js'
 import type { JsonObject } from '../protocol/wire.js'
 
 export interface DiscoverSettings {
@@ -16,6 +16,7 @@ export interface Registered {
   readonly taskTools: number
   readonly views: number
   readonly skills: number
+  readonly events: number
 }
 
 /** Each extension mocapi serves, whether 2025-era sessions can use it, and its settings while something needs it. */
@@ -25,6 +26,8 @@ const EXTENSIONS: ReadonlyArray<[string, boolean, (registered: Registered) => Js
   [UI_EXTENSION, true, (registered) => registered.views > 0 ? { mimeTypes: [VIEW_MIME_TYPE] } : undefined],
   // Skill files are resources, so `resources` is declared with it (their files count as resources).
   [SKILLS_EXTENSION, true, (registered) => registered.skills > 0 ? { directoryRead: true } : undefined],
+  // Served to 2025-era sessions too: deployed clients call events/* over them.
+  [EVENTS_EXTENSION, true, (registered) => registered.events > 0 ? {} : undefined],
 ]
 
 export function capabilities (registered: Registered, era: 'modern' | 'legacy'): JsonObject {
@@ -34,6 +37,8 @@ export function capabilities (registered: Registered, era: 'modern' | 'legacy'):
   if (registered.prompts > 0) caps.prompts = { listChanged: true }
   if (registered.resources > 0) caps.resources = { listChanged: true, subscribe: true }
   if (registered.prompts > 0 || registered.templates > 0) caps.completions = {}
+  // The key deployed clients read (ChatGPT, the AI SDK) beside the extension's: they refuse events/* without it.
+  if (registered.events > 0) caps.events = {}
   const extensions: JsonObject = {}
   for (const [name, legacy, settings] of EXTENSIONS) {
     if (era === 'legacy' && !legacy) continue

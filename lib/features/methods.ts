@@ -22,6 +22,8 @@ export interface SharedFeatures {
   views: Views
   skills: Skills
   handlers: Handlers
+  /** The registered event types (the events extension serves its own methods). */
+  eventTypes: { readonly size: number }
 }
 
 export interface ListSettings {
@@ -31,7 +33,7 @@ export interface ListSettings {
 
 /** What is registered now, read through: made once per registration for discovery and every method table. */
 export function registered (features: SharedFeatures): Registered {
-  const { tools, prompts, resources, views, skills, tasks } = features
+  const { tools, prompts, resources, views, skills, tasks, eventTypes } = features
   return {
     get tools () { return tools.size },
     get prompts () { return prompts.size },
@@ -40,6 +42,7 @@ export function registered (features: SharedFeatures): Registered {
     get taskTools () { return tasks.capable },
     get views () { return views.size },
     get skills () { return skills.size },
+    get events () { return eventTypes.size },
   }
 }
 

@@ -4,6 +4,7 @@ import { capabilities, type Registered } from '../features/discover.js'
 import { defineShared, type ListSettings, type SharedFeatures } from '../features/methods.js'
 import { checkUriLength } from '../features/resources.js'
 import { Dispatcher } from '../protocol/dispatch.js'
+import { defineEvents, type EventsFeatures } from '../events/methods.js'
 import { LOGGING_LEVELS, type Implementation, type JsonObject, type LoggingLevel } from '../protocol/wire.js'
 import { kCallState } from '../symbols.js'
 import type { SessionHub } from './hub.js'
@@ -19,7 +20,7 @@ interface LegacySettings {
 /** What a session sets after `initialize` goes to the hub, since its sealed id cannot change. */
 export function legacyMethods (
   settings: LegacySettings,
-  features: SharedFeatures,
+  features: SharedFeatures & EventsFeatures,
   counts: Registered,
   hub: SessionHub
 ): Dispatcher<McpContext> {
@@ -66,5 +67,6 @@ export function legacyMethods (
     })
   }
   defineShared(dispatcher, settings.lists, features, counts)
+  defineEvents(dispatcher, features, settings.lists)
   return dispatcher
 }

@@ -1,7 +1,7 @@
 import { invalidParams, methodNotFound } from '../errors.js'
 import { isPlainObject, type JsonObject } from './wire.js'
 
-type FieldType = 'string' | 'object'
+type FieldType = 'string' | 'object' | 'integer' | 'any'
 
 interface Dispatched {
   readonly method: string
@@ -18,7 +18,15 @@ interface MethodSpec<C extends Dispatched> {
   run (ctx: C): Promise<object>
 }
 
-const DESCRIBED: Record<FieldType, string> = { string: 'a string', object: 'an object' }
+const DESCRIBED: Record<FieldType, string> = { string: 'a string', object: 'an object', integer: 'an integer', any: 'anything' }
+
+/** `any`: the method checks the field itself (a cursor that may be null, say). */
+function fits (type: FieldType, value: unknown): boolean {
+  if (type === 'string') return typeof value === 'string'
+  if (type === 'object') return isPlainObject(value)
+  if (type === 'integer') return Number.isSafeInteger(value)
+  return true
+}
 
 const INTERACTIVE_FIELDS = { inputResponses: 'object?', requestState: 'string?' } as const
 
@@ -58,7 +66,7 @@ function checkParams<C extends Dispatched> (name: string, method: Method<C>, par
     const type = method.types.get(key)
     if (type === undefined) throw invalidParams(`Unknown field params.${key} for ${name}`)
     const value = params[key]
-    if (type === 'string' ? typeof value !== 'string' : !isPlainObject(value)) throw invalidParams(`params.${key} must be ${DESCRIBED[type]}`)
+    if (!fits(type, value)) throw invalidParams(`params.${key} must be ${DESCRIBED[type]}`)
   }
   for (const key of method.required) {
     if (params[key] === undefined) throw invalidParams(`params.${key} is required for ${name}`)

@@ -30,3 +30,6 @@ export function declaresTasks (client: { protocolVersion: string, capabilities: 
 
 /** Agent skills (SEP-2640): folders of instructions and files a host loads when a task needs them. */
 export const SKILLS_EXTENSION = 'io.modelcontextprotocol/skills'
+
+/** Events (SEP-3415, Beta): occurrences a client polls, holds a stream for, or receives by signed webhook. */
+export const EVENTS_EXTENSION = 'io.modelcontextprotocol/events'

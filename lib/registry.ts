@@ -1,10 +1,12 @@
-import { InvalidDefinitionError } from '../errors.js'
-import type { PromptDefinition, PromptHandler, Prompts } from './prompts.js'
-import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './resources.js'
-import type { ChangeEvent } from '../bus/events.js'
-import type { Skills, SkillsOptions } from './skills.js'
-import type { ViewDefinition, Views } from './views.js'
-import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent, Tools, TypedBySchema } from './tools.js'
+import { InvalidDefinitionError } from './errors.js'
+import type { PromptDefinition, PromptHandler, Prompts } from './features/prompts.js'
+import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './features/resources.js'
+import type { ChangeEvent } from './bus/events.js'
+import type { EmitOptions, Events } from './events/events.js'
+import type { EventArguments, EventDefinition, EventPayload, EventTypes } from './events/types.js'
+import type { Skills, SkillsOptions } from './features/skills.js'
+import type { ViewDefinition, Views } from './features/views.js'
+import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent, Tools, TypedBySchema } from './features/tools.js'
 
 /** `tool`'s `Args` when it is neither given nor taken from the handler's annotation. */
 interface Unannotated { readonly '~mocapi.unannotated': true }
@@ -27,11 +29,22 @@ export class McpRegistry {
   readonly #views: Views
   readonly #skills: Skills
   readonly #announce: (event: ChangeEvent) => void
+  readonly #eventTypes: EventTypes
+  readonly #events: Events
 
   /** @internal */
-  constructor (
-    parts: { tools: Tools, prompts: Prompts, resources: Resources, views: Views, skills: Skills, announce: Announce }
-  ) {
+  constructor (parts: {
+    tools: Tools,
+    prompts: Prompts,
+    resources: Resources,
+    views: Views,
+    skills: Skills,
+    announce: Announce,
+    eventTypes: EventTypes,
+    events: Events
+  }) {
+    this.#eventTypes = parts.eventTypes
+    this.#events = parts.events
     this.#tools = parts.tools
     this.#prompts = parts.prompts
     this.#resources = parts.resources
@@ -145,6 +158,38 @@ export class McpRegistry {
   /** The registered resource templates, in `resources/templates/list` order. */
   listResourceTemplates (): ResourceTemplateDefinition[] {
     return [...this.#resources.listTemplates()]
+  }
+
+  /**
+   * Registers an event type (SEP-3415, `io.modelcontextprotocol/events`, Beta): clients poll it, hold a stream for it
+   * or subscribe a webhook to it. `match` (typed from `inputSchema` and `payloadSchema`) decides which subscriptions an
+   * occurrence reaches; or `check` reads occurrences from an upstream that keeps the position (poll and push only).
+   */
+  event<const Definition extends EventDefinition> (
+    definition: Definition & EventDefinition<EventArguments<NoInfer<Definition>>, EventPayload<NoInfer<Definition>>>
+  ): this {
+    this.#eventTypes.add(definition as EventDefinition)
+    return this
+  }
+
+  /** Removes an event type; true when it was registered. Its streams and webhook subscriptions hear of nothing more. */
+  removeEvent (name: string): boolean {
+    return this.#eventTypes.delete(name)
+  }
+
+  /** The registered event types as `events/list` shows them. */
+  listEvents (): object[] {
+    return [...this.#eventTypes.list()]
+  }
+
+  /**
+   * Emits an occurrence from anywhere: checks `data` against the type's `payloadSchema` (rejecting naming the field) and
+   * its size (`events.maxPayloadBytes`), appends it to the event log and wakes every node; resolves with its `eventId`
+   * (random unless given; the same `eventId` emitted twice is kept once). In a tool handler, which runs again on each
+   * input-required round, emit inside `ctx.once` so a replay does not emit twice.
+   */
+  emit (name: string, data: Record<string, unknown>, options?: EmitOptions): Promise<string> {
+    return this.#events.emit(name, data, options)
   }
 
   /** Tells listeners that a list changed for a reason mocapi cannot see (say, a per-user catalogue). */

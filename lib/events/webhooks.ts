@@ -1,0 +1,222 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import type { McpContext } from '../context.js'
+import { invalidParams } from '../errors.js'
+import { jsonObject, type JsonObject } from '../protocol/wire.js'
+import { digest } from '../seal/digest.js'
+import { Sealer, type KeyRing } from '../seal/seal.js'
+import { canonical } from './cursor.js'
+import { callbackFailed, exhausted, forbidden, subscriptionNotFound, unsupported } from './errors.js'
+import type { EventFeed } from './feed.js'
+import { CallbackRefused, type CallbackGuard, type CheckedCallback } from './guard.js'
+import type { EventLog } from './log.js'
+import { postJson, type PostOutcome } from './post.js'
+import { parseSecret, signedHeaders } from './sign.js'
+
+const RECORD_PURPOSE = 8
+const MAX_URL_LENGTH = 2048
+/** A verified (principal, callback URL) is not asked again for a day. */
+const VERIFIED_MS = 86_400_000
+const ANSWER_BYTES = 4096
+
+export interface WebhookSettings {
+  /** ms a POST may take. */
+  timeout: number
+  /** TTL granted: the default, and the bounds a client's `ttlMs` is clamped to. */
+  ttl: { fallback: number, least: number, most: number }
+  subscriptionsPerPrincipal: number
+  /** For tests: the certificate authorities https callbacks chain to. */
+  ca?: string | undefined
+}
+
+/** What a subscription's sealed record holds: everything a delivery needs. */
+export interface SubscriptionRecord {
+  principal: string
+  url: string
+  name: string
+  args: JsonObject
+  secret: string
+}
+
+/** `events/subscribe` and `events/unsubscribe`, and the signed POSTs that verification and deliveries share. */
+export class Webhooks {
+  readonly #log: EventLog
+  readonly #feed: EventFeed
+  readonly #guard: CallbackGuard
+  readonly #sealer: Sealer
+  readonly #settings: WebhookSettings
+  readonly #logger: FastifyBaseLogger
+
+  constructor (parts: { log: EventLog, feed: EventFeed, guard: CallbackGuard, ring: KeyRing, settings: WebhookSettings, logger: FastifyBaseLogger }) {
+    this.#log = parts.log
+    this.#feed = parts.feed
+    this.#guard = parts.guard
+    this.#sealer = new Sealer(parts.ring, RECORD_PURPOSE, 64 * 1024)
+    this.#settings = parts.settings
+    this.#logger = parts.logger
+  }
+
+  get guard (): CallbackGuard {
+    return this.#guard
+  }
+
+  get timeout (): number {
+    return this.#settings.timeout
+  }
+
+  async subscribe (ctx: McpContext): Promise<JsonObject> {
+    const principal = this.#principal(ctx, 'events/subscribe')
+    const subscribed = await this.#feed.subscribed(ctx, 'webhook', principal)
+    const delivery = ctx.params.delivery as JsonObject
+    if (delivery.mode !== 'webhook') {
+      throw unsupported(`params.delivery.mode must be 'webhook', got ${JSON.stringify(delivery.mode)?.slice(0, 100)}`, { feature: 'deliveryMode', value: delivery.mode ?? null })
+    }
+    const url = this.#url(delivery.url)
+    if (parseSecret(delivery.secret) === undefined) {
+      throw invalidParams('params.delivery.secret must be whsec_ followed by the base64 of 24 to 64 random bytes (the Standard Webhooks form)')
+    }
+    const checked = await this.#checked(url)
+    const ttl = this.#ttl(ctx.params.ttlMs)
+    const { start, truncated } = await this.#start(subscribed, ctx.params.cursor)
+    const { type, args } = subscribed
+    const id = subscriptionId(principal, url, type.name, args)
+    const record: SubscriptionRecord = { principal, url, name: type.name, args, secret: delivery.secret as string }
+    await this.#verify(principal, checked, record, id)
+    const expiresAt = Date.now() + ttl
+    const existing = await this.#log.subscription(id)
+    const stored = await this.#log.putSubscription({
+      id, name: type.name, owner: digest('events-owner', principal), sealed: this.#sealer.seal(JSON.stringify(record), id), expiresAt,
+    }, this.#settings.subscriptionsPerPrincipal)
+    if (stored === 'full') {
+      throw exhausted(`This caller holds ${this.#settings.subscriptionsPerPrincipal} webhook subscriptions, the most it may ` +
+        '(events.subscriptionsPerPrincipal); unsubscribe from one first', 'subscriptions', this.#settings.subscriptionsPerPrincipal)
+    }
+    // A new subscription given a cursor replays what it missed; a live one goes on where it is.
+    if (existing === undefined && start !== undefined) await this.#replay(ctx, subscribed, id, start)
+    const head = (await this.#log.read(type.name, '0-0', 0)).head
+    return {
+      id,
+      refreshBefore: new Date(expiresAt).toISOString(),
+      cursor: this.#feed.cursors.seal({ position: head }, subscribed.binding),
+      truncated,
+    }
+  }
+
+  async unsubscribe (ctx: McpContext): Promise<JsonObject> {
+    const principal = this.#principal(ctx, 'events/unsubscribe')
+    const args = ctx.params.arguments ?? {}
+    const url = this.#url((ctx.params.delivery as JsonObject).url)
+    if (!(await this.#log.deleteSubscription(subscriptionId(principal, url, ctx.params.name as string, args as JsonObject)))) {
+      throw subscriptionNotFound()
+    }
+    return {}
+  }
+
+  /** The record of a live subscription; undefined when it is gone or its record does not open (a key retired). */
+  open (id: string, sealed: string): SubscriptionRecord | undefined {
+    try {
+      return JSON.parse(this.#sealer.open(sealed, id)) as SubscriptionRecord
+    } catch {
+      return undefined
+    }
+  }
+
+  /** One signed POST: checked again (no DNS rebinding), to the address checked, never redirected. */
+  async post (url: string, secret: string, messageId: string, subscriptionId: string, body: string): Promise<PostOutcome | CallbackRefused> {
+    let target
+    try {
+      target = await this.#guard.check(url)
+    } catch (error) {
+      return error as CallbackRefused
+    }
+    return await this.#send(target, secret, messageId, subscriptionId, body)
+  }
+
+  async #send (target: CheckedCallback, secret: string, messageId: string, subscriptionId: string, body: string): Promise<PostOutcome> {
+    const headers = { ...signedHeaders(parseSecret(secret) as Buffer, messageId, body, Date.now()), 'X-MCP-Subscription-Id': subscriptionId }
+    return await postJson(target, headers, body, { timeoutMs: this.#settings.timeout, maxResponseBytes: ANSWER_BYTES, ca: this.#settings.ca })
+  }
+
+  #principal (ctx: McpContext, method: string): string {
+    if (ctx.principal === null) {
+      throw forbidden(`${method} needs an authenticated caller: a webhook subscription belongs to a principal (anonymous callers may poll or stream)`, 'unauthenticated')
+    }
+    return ctx.principal
+  }
+
+  #url (value: unknown): string {
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_URL_LENGTH) {
+      throw invalidParams(`params.delivery.url must be an https URL of at most ${MAX_URL_LENGTH} characters`)
+    }
+    return value
+  }
+
+  async #checked (url: string): Promise<CheckedCallback> {
+    try {
+      return await this.#guard.check(url)
+    } catch (error) {
+      throw invalidParams(`params.delivery.url is refused: ${(error as CallbackRefused).message}`, 200, { reason: (error as CallbackRefused).reason })
+    }
+  }
+
+  /** The TTL granted: the default when not asked; else what was asked, within the bounds (`null`, no expiry: the most). */
+  #ttl (value: unknown): number {
+    const { fallback, least, most } = this.#settings.ttl
+    if (value === undefined) return fallback
+    if (value === null) return most
+    if (!Number.isSafeInteger(value) || (value as number) < 0) throw invalidParams(`params.ttlMs must be a non-negative integer or null, got ${JSON.stringify(value)?.slice(0, 100)}`)
+    return Math.min(most, Math.max(least, value as number))
+  }
+
+  async #start (subscribed: Parameters<EventFeed['start']>[0], cursor: unknown): Promise<{ start: string | undefined, truncated: boolean }> {
+    if (cursor === undefined || cursor === null) {
+      await this.#feed.start(subscribed, cursor, undefined)
+      return { start: undefined, truncated: false }
+    }
+    const { place, truncated } = await this.#feed.start(subscribed, cursor, undefined)
+    return { start: (place as { position: string }).position, truncated }
+  }
+
+  /** Enqueues the deliveries of what matches after `after`, as many as one read returns (`maxEvents`' cap). */
+  async #replay (ctx: McpContext, subscribed: Parameters<EventFeed['start']>[0], id: string, after: string): Promise<void> {
+    const batch = await this.#feed.read(ctx, subscribed, { position: after }, this.#feed.maxEvents(Number.MAX_SAFE_INTEGER))
+    const jobs = batch.events.map(({ place }) => deliveryJob(id, subscribed.type.name, (place as { position: string }).position))
+    if (jobs.length > 0) await this.#log.enqueue(jobs, Date.now())
+  }
+
+  /** A (principal, URL) not verified in the last day must echo a signed challenge, else the subscribe fails. */
+  async #verify (principal: string, target: CheckedCallback, record: SubscriptionRecord, id: string): Promise<void> {
+    const key = `verified|${digest('events-verified', `${principal}\u0000${record.url}`)}`
+    if (await this.#log.marked(key)) return
+    const challenge = randomBytes(24).toString('base64url')
+    const body = JSON.stringify({ type: 'verification', challenge })
+    const outcome = await this.#send(target, record.secret, `msg_verification_${randomBytes(12).toString('base64url')}`, id, body)
+    const host = target.url.host
+    if (!outcome.ok) {
+      const reason = outcome.status === undefined ? outcome.error : 'challenge_failed'
+      this.#logger.warn({ mcp: { host, reason, status: outcome.status } }, 'mocapi: a webhook callback failed its verification')
+      throw callbackFailed(`The callback at ${host} did not answer the verification challenge with 2xx (${outcome.status ?? outcome.error})`, reason)
+    }
+    const echoed = jsonObject(outcome.body)?.challenge
+    if (typeof echoed !== 'string' || !sameText(echoed, challenge)) {
+      this.#logger.warn({ mcp: { host, reason: 'challenge_failed' } }, 'mocapi: a webhook callback failed its verification')
+      throw callbackFailed(`The callback at ${host} answered the verification without echoing its challenge`, 'challenge_failed')
+    }
+    await this.#log.mark(key, VERIFIED_MS)
+  }
+}
+
+function sameText (a: string, b: string): boolean {
+  const left = Buffer.from(a)
+  const right = Buffer.from(b)
+  return left.length === right.length && timingSafeEqual(left, right)
+}
+
+/** Stable across refreshes, restarts and nodes: the same principal, callback, type and arguments, the same id. */
+export function subscriptionId (principal: string, url: string, name: string, args: JsonObject): string {
+  return `sub_${digest('events-subscription', canonical({ principal, url, name, args }))}`
+}
+
+export function deliveryJob (subscription: string, name: string, position: string): { id: string, body: string } {
+  return { id: `deliver|${subscription}|${position}`, body: JSON.stringify({ subscription, name, position }) }
+}
