@@ -9,6 +9,7 @@ import { McpClientError, createTestClient, type ListedTool, type Notification, t
 import type { AnswerFunction } from '../lib/testing/answers.js'
 import type { ContentBlock, JsonObject } from '../lib/protocol/wire.js'
 import { USAGE, parseCommand, type Command } from './args.js'
+import { events, eventsHint } from './events.js'
 import { askForm, askUrl, type Asker } from './form.js'
 import { printableJson, printableLine, printableText } from './sanitize.js'
 import { Terminal } from './terminal.js'
@@ -130,6 +131,7 @@ async function run (command: Exclude<Command, { command: 'help' }>, io: Io, term
       terminal.say(`round ${round}: ${count} ${count === 1 ? 'question' : 'questions'}`)
     },
   })
+  if (command.command === 'events') return events(client, command, io, terminal)
   if (command.command === 'tools') {
     const tools = await client.listTools()
     io.stdout.write(command.json ? `${printableJson(tools)}\n` : tools.map((tool) => `${toolLine(tool)}\n`).join(''))
@@ -248,6 +250,8 @@ export async function main (argv: string[], io: Io): Promise<number> {
     status = await run(command, io, terminal)
   } catch (error) {
     io.stderr.write(`${failureLine(error, command.token)}\n`)
+    const hint = eventsHint(command, error)
+    if (hint !== undefined) io.stderr.write(`${hint}\n`)
     if (command.json && error instanceof McpClientError) {
       io.stdout.write(`${printableJson({ error: { code: error.code, message: error.message, data: error.data, status: error.status } })}\n`)
     }

@@ -27,3 +27,7 @@ export type { CreateMessageParams, CreateMessageResult, Root } from '../protocol
 export type { RequestedSchema } from '../elicitation/schema.js'
 export { taskStoreChecks, type TaskStoreCheck } from './task-store.js'
 export { receiptStoreChecks, type ReceiptStoreCheck } from './receipt-store.js'
+export {
+  webhookReceiver, verifyWebhook, WebhookError, MAX_WEBHOOK_BODY,
+  type WebhookReceiver, type WebhookReceiverOptions, type WebhookDelivery, type RefusedWebhook,
+} from './webhook.js'

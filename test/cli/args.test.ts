@@ -83,3 +83,42 @@ t.test('usage errors say what is wrong', async (t) => {
   t.throws(() => parseCommand(['call', URL_TEXT, 'x', '--bogus'], {}), { name: 'UsageError', message: /Unknown option '--bogus'/ })
   t.throws(() => parseCommand(['call', URL_TEXT, 'x', '--token'], {}), { name: 'UsageError', message: /--token/ })
 })
+
+t.test('events: list the types, or follow one by poll or stream', async (t) => {
+  t.same(parseCommand(['events', URL_TEXT], {}),
+    { command: 'events', url: new URL(URL_TEXT), token: undefined, version: '2026-07-28', json: false, follow: undefined })
+  t.match(parseCommand(['events', URL_TEXT, '--json', '--protocol-version', '2025-11-25'], {}), { json: true, version: '2025-11-25' })
+  t.same(parseCommand(['events', URL_TEXT, 'incident.created'], {}), {
+    command: 'events',
+    url: new URL(URL_TEXT),
+    token: undefined,
+    version: '2026-07-28',
+    json: false,
+    follow: { name: 'incident.created', args: {}, mode: 'poll', cursor: undefined, max: undefined },
+  })
+  t.match(parseCommand(['events', URL_TEXT, 'incident.created', '--args', '{"service":"api"}', '--arg', 'level:=2',
+    '--follow', 'stream', '--cursor', 'c1', '--max', '3'], {}),
+  { follow: { name: 'incident.created', args: { service: 'api', level: 2 }, mode: 'stream', cursor: 'c1', max: 3 } })
+  t.match(parseCommand(['events', URL_TEXT, 'x', '--args-json', '{"a":1}', '--protocol-version', '2025-06-18'], {}),
+    { follow: { args: { a: 1 }, mode: 'poll' } }, 'poll in a 2025 revision')
+  t.match(parseCommand(['call', URL_TEXT, 'book', '--args', '{"to":"Oslo"}'], {}), { args: { to: 'Oslo' } }, '--args is --args-json')
+  const cases: Array<[string[], string]> = [
+    [['events'], 'missing <url>'],
+    [['events', URL_TEXT, 'a', 'b'], 'unexpected b (arguments go in --args JSON or --arg key=value)'],
+    [['events', URL_TEXT, 'a', '--follow', 'webhook'], '--follow takes poll or stream, got webhook'],
+    [['events', URL_TEXT, 'a', '--follow', 'stream', '--protocol-version', '2025-11-25'],
+      '--follow stream speaks 2026-07-28; with --protocol-version 2025-11-25, follow with --follow poll'],
+    [['events', URL_TEXT, 'a', '--max', '0'], '--max takes a positive whole number, got 0'],
+    [['events', URL_TEXT, 'a', '--max', '1.5'], '--max takes a positive whole number, got 1.5'],
+    [['events', URL_TEXT, 'a', '--max', 'ten'], '--max takes a positive whole number, got ten'],
+    [['events', URL_TEXT, 'a', '--cursor', ''], '--cursor takes a cursor the server gave (leave it out to start from now)'],
+    [['events', URL_TEXT, 'a', '--args', '[]'], '--args must be a JSON object'],
+    [['events', URL_TEXT, 'a', '--args', '{'], '--args is not valid JSON: {'],
+    [['events', URL_TEXT, 'a', '--args', '{}', '--args-json', '{}'], '--args and --args-json are the same option: give one'],
+    [['call', URL_TEXT, 'book', '--follow', 'poll'], '--follow is an option of mocapi events <url> <event>'],
+    [['tools', URL_TEXT, '--max', '2'], '--max is an option of mocapi events <url> <event>'],
+    [['tools', URL_TEXT, '--cursor', 'c'], '--cursor is an option of mocapi events <url> <event>'],
+  ]
+  for (const [argv, message] of cases) t.throws(() => parseCommand(argv, {}), new UsageError(message), argv.join(' '))
+  t.match(USAGE, /mocapi events <url> <event> \[--args JSON\]/)
+})
