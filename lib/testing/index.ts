@@ -27,3 +27,4 @@ export type { CreateMessageParams, CreateMessageResult, Root } from '../protocol
 export type { RequestedSchema } from '../elicitation/schema.js'
 export { taskStoreChecks, type TaskStoreCheck } from './task-store.js'
 export { receiptStoreChecks, type ReceiptStoreCheck } from './receipt-store.js'
+export { eventLogChecks, type EventLogCheck } from './event-log.js'
