@@ -259,7 +259,6 @@ export class RedisEventLog implements EventLog {
   }
 
   async enqueue (jobs: ReadonlyArray<{ id: string, body: string }>, dueAt: number): Promise<void> {
-    if (jobs.length === 0) return
     await this.#script(ENQUEUE, ':due', [String(dueAt), ...jobs.flatMap((job) => [job.id, job.body])])
   }
 

@@ -109,6 +109,10 @@ const subscriptionChecks: Check[] = [
     assert.equal(await log.marked(key), true)
     await sleep(150)
     assert.equal(await log.marked(key), false)
+    const other = id()
+    await log.mark(other, 60_000)
+    assert.equal(await log.marked(key), false, 'marking another key does not bring it back')
+    assert.equal(await log.marked(other), true)
   }],
 ]
 

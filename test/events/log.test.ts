@@ -70,6 +70,18 @@ function boundTests (t: Test, make: (options: { maxAge?: number, maxBytes?: numb
     const next = await log.append('b', occurrence('next', '"x"'))
     t.same((await log.read('b', '0-0', 10)).occurrences.map((found) => found.position), [next.position])
   })
+
+  t.test('a log that dropped thousands still reads from the right place', async (t) => {
+    const log = make({ maxBytes: 1000 })
+    t.teardown(() => log.close?.())
+    const positions = await appendAll(log, 'a', 2100)
+    const read = await log.read('a', '0-0', 3)
+    t.same(read.occurrences.map((found) => found.position), positions.slice(1100, 1103))
+    t.equal(read.floor, positions[1099])
+    t.same((await log.read('a', positions[2000], 200)).occurrences.map((found) => found.eventId).slice(-2), ['e2098', 'e2099'])
+    await log.enqueue([], Date.now())
+    t.equal(await log.nextDue(), undefined, 'enqueuing nothing queues nothing')
+  })
 }
 
 t.test('MemoryEventLog', async (t) => {
