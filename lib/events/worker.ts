@@ -15,8 +15,11 @@ export interface WorkerSettings {
 
 /** Jobs one node claims at a time, and so its deliveries in flight. */
 const CLAIM_BATCH = 16
-/** A job done is remembered this long, so a fan-out run again (its node died) or a replay never sends it twice. */
-const FINISHED_KEEP_MS = 3_600_000
+/**
+ * A job done is remembered this long, so a fan-out run again (its node died within its claim) never sends it twice:
+ * a minute is several claims' worth, and the markers of a busy fleet stay few.
+ */
+const FINISHED_KEEP_MS = 60_000
 /** A claim outlives the longest delivery (the guard's lookup, then the POST) by this much. */
 const CLAIM_MARGIN_MS = 5_000
 
