@@ -168,22 +168,39 @@ t.test('a 2025-era client follows by poll too', async (t) => {
   t.same(lines(stdout).map((line) => line.eventId), ['inc-1'])
 })
 
-t.test('Ctrl-C ends a poll loop cleanly; hasMore is polled again at once', async (t) => {
-  const { app, url, polls } = await server(t, { events: { maxEvents: 2 } })
-  const cursor = await cursorNow(url)
-  polls.length = 0
-  for (let i = 1; i <= 5; i++) await emit(app, `inc-${i}`)
-  const child = spawn(process.execPath, [...process.execArgv, ...ENTRY, 'events', url, 'incident.created', '--args', '{"service":"api"}',
-    '--cursor', cursor], { stdio: 'pipe' })
+/** The CLI as a process of its own, as a person runs it, so Ctrl-C (SIGINT) can be sent to it. */
+function spawned (argv: string[]) {
+  const child = spawn(process.execPath, [...process.execArgv, ...ENTRY, ...argv], { stdio: 'pipe' })
   let stdout = ''
   let stderr = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
-  await until(() => lines(stdout).length === 5 && polls.length === 3, 'five occurrences in three polls')
-  child.kill('SIGINT')
-  t.equal(await exited, 0, stderr)
-  t.same(lines(stdout).map((line) => line.eventId), ['inc-1', 'inc-2', 'inc-3', 'inc-4', 'inc-5'])
+  return { child, exited, stdout: () => stdout, stderr: () => stderr }
+}
+
+t.test('Ctrl-C ends a poll loop cleanly; hasMore is polled again at once', async (t) => {
+  const { app, url, polls } = await server(t, { events: { maxEvents: 2 } })
+  const cursor = await cursorNow(url)
+  polls.length = 0
+  for (let i = 1; i <= 5; i++) await emit(app, `inc-${i}`)
+  const cli = spawned(['events', url, 'incident.created', '--args', '{"service":"api"}', '--cursor', cursor])
+  await until(() => lines(cli.stdout()).length === 5 && polls.length === 3, 'five occurrences in three polls')
+  cli.child.kill('SIGINT')
+  t.equal(await cli.exited, 0, cli.stderr())
+  t.same(lines(cli.stdout()).map((line) => line.eventId), ['inc-1', 'inc-2', 'inc-3', 'inc-4', 'inc-5'])
   t.ok(polls[2] - polls[0] < 1000, `the server had more, so the three polls came together (${polls[2] - polls[0]} ms)`)
-  t.match(stderr, /stopped after 5 occurrences\n$/)
+  t.match(cli.stderr(), /stopped after 5 occurrences\n$/)
+})
+
+t.test('Ctrl-C ends a held stream cleanly', async (t) => {
+  const { app, url } = await server(t)
+  const cli = spawned(['events', url, 'incident.created', '--follow', 'stream', '--args', '{"service":"api"}'])
+  await until(() => /cursor: /.test(cli.stderr()), 'the stream to be active')
+  await emit(app, 'inc-1')
+  await until(() => cli.stdout() !== '', 'the occurrence')
+  cli.child.kill('SIGINT')
+  t.equal(await cli.exited, 0, cli.stderr())
+  t.same(lines(cli.stdout()).map((line) => line.eventId), ['inc-1'])
+  t.match(cli.stderr(), /stopped after 1 occurrence\n$/)
 })
