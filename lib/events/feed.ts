@@ -109,7 +109,11 @@ export class EventFeed {
     const place = this.#cursors.open(cursor, subscribed.binding) as { position: Position }
     if (maxAgeMs === undefined) return { place, truncated: false }
     const floor = `${Math.max(0, Date.now() - (maxAgeMs as number))}-0`
-    return comparePositions(floor, place.position) > 0 ? { place: { position: floor }, truncated: true } : { place, truncated: false }
+    if (comparePositions(floor, place.position) <= 0) return { place, truncated: false }
+    // Truncated only when the floor passes over an occurrence the cursor had not seen.
+    const next = (await this.#log.read(subscribed.type.name, place.position, 1)).occurrences[0]
+    const skipped = next !== undefined && comparePositions(next.position, floor) <= 0
+    return { place: { position: floor }, truncated: skipped }
   }
 
   /** At most `max` occurrences after `place`; `place: null` (an upstream type's first read) asks the upstream to start. */

@@ -37,7 +37,7 @@ export interface StoredSubscription {
   readonly expiresAt: number
 }
 
-/** A delivery job: `id` names it fleet-wide, `body` is opaque to the log; `attempt` counts the claims before this one. */
+/** A delivery job: `id` names it fleet-wide, `body` is opaque to the log; `attempt` counts its earlier claims. */
 export interface DeliveryJob {
   readonly id: string
   readonly body: string
@@ -293,21 +293,20 @@ export class MemoryEventLog implements EventLog {
 
   /** Drops a type's occurrences older than `maxAge`. */
   #expire (log: TypeLog): void {
+    // By position, as Redis trims by stream id: both are the log's own clock.
     const oldest = this.#now() - this.#maxAge
-    while (log.start < log.entries.length && log.entries[log.start].timestamp < oldest) this.#drop(log)
+    while (log.start < log.entries.length && splitPosition(log.entries[log.start].position)[0] < oldest) this.#drop(log)
   }
 
   #dropOldest (): void {
     let oldest: TypeLog | undefined
     for (const log of this.#logs.values()) {
       if (log.start >= log.entries.length) continue
-      if (oldest === undefined || comparePositions(log.entries[log.start].position, oldest.entries[oldest.start].position) < 0) oldest = log
+      const first = log.entries[log.start].position
+      if (oldest === undefined || comparePositions(first, oldest.entries[oldest.start].position) < 0) oldest = log
     }
-    if (oldest === undefined) {
-      this.#bytes = 0
-      return
-    }
-    this.#drop(oldest)
+    // The bytes count live entries only: past the bound, some type holds one.
+    this.#drop(oldest as TypeLog)
   }
 
   #drop (log: TypeLog): void {
@@ -325,6 +324,8 @@ export class MemoryEventLog implements EventLog {
 
   #sweepSubscriptions (): void {
     const now = this.#now()
-    for (const [id, subscription] of this.#subscriptions) if (subscription.expiresAt <= now) this.#subscriptions.delete(id)
+    for (const [id, subscription] of this.#subscriptions) {
+      if (subscription.expiresAt <= now) this.#subscriptions.delete(id)
+    }
   }
 }

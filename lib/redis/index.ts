@@ -2,3 +2,4 @@
 export { RedisBus, type RedisBusOptions, type RedisConnection } from './bus.js'
 export { RedisTaskStore, type RedisTaskStoreOptions, type RedisTaskConnection } from './task-store.js'
 export { RedisReceiptStore, type RedisReceiptStoreOptions } from './receipt-store.js'
+export { RedisEventLog, type RedisEventLogOptions } from './event-log.js'

@@ -31,3 +31,4 @@ export {
   webhookReceiver, verifyWebhook, WebhookError, MAX_WEBHOOK_BODY,
   type WebhookReceiver, type WebhookReceiverOptions, type WebhookDelivery, type RefusedWebhook,
 } from './webhook.js'
+export { eventLogChecks, type EventLogCheck } from './event-log.js'
