@@ -2,8 +2,10 @@ import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import { Webhook } from 'standardwebhooks'
-import type { build } from '../helpers.js'
-import { MAX_WEBHOOK_BODY, WebhookError, verifyWebhook, webhookReceiver, type WebhookReceiver } from '../../lib/testing/index.js'
+import { jwtServer, type build } from '../helpers.js'
+import {
+  MAX_WEBHOOK_BODY, WebhookError, createTestClient, verifyWebhook, webhookReceiver, type WebhookReceiver,
+} from '../../lib/testing/index.js'
 
 type Test = Parameters<typeof build>[0]
 
@@ -221,4 +223,25 @@ t.test('verifyWebhook checks a delivery for a receiver of your own', async (t) =
   const text = 'plain'
   refused(() => verifyWebhook(SECRET, signed('p', text, { at }), text, now), 400, /not JSON/)
   t.throws(() => verifyWebhook('secret', headers, body, now), TypeError)
+})
+
+t.test('receives what a mocapi server delivers to an events/subscribe webhook', async (t) => {
+  const { app, url, token } = await jwtServer(t, { events: { webhooks: { allow: ['http://127.0.0.1:*'] } } }, (app) => {
+    app.mcp.event({
+      name: 'incident.created',
+      inputSchema: { type: 'object', properties: { service: { type: 'string' } }, required: ['service'] },
+      payloadSchema: { type: 'object', properties: { service: { type: 'string' } }, required: ['service'] },
+      match: (args: { service: string }, data: { service: string }) => data.service === args.service,
+    })
+  })
+  const hooks = await receiver(t)
+  const client = createTestClient(url, { token: token() })
+  const subscribed = await client.request('events/subscribe', {
+    name: 'incident.created', arguments: { service: 'api' }, delivery: { mode: 'webhook', url: hooks.url, secret: SECRET },
+  })
+  t.match(hooks.deliveries, [{ body: { type: 'verification' }, status: 200 }], 'the challenge was answered')
+  await app.mcp.emit('incident.created', { service: 'api' }, { eventId: 'inc-123' })
+  const delivery = await hooks.next()
+  t.match(delivery, { id: 'inc-123', subscriptionId: subscribed.id, body: { eventId: 'inc-123', name: 'incident.created', data: { service: 'api' } }, status: 204 })
+  t.same(hooks.refused, [])
 })
