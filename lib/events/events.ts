@@ -43,10 +43,6 @@ export class Events {
     this.#announce = parts.announce
   }
 
-  get size (): number {
-    return this.#types.size
-  }
-
   /** Checks the payload, appends it to the log and tells every node; resolves with its `eventId`. */
   async emit (name: unknown, data: unknown, options: EmitOptions = {}): Promise<string> {
     const type = typeof name === 'string' ? this.#types.entry(name) : undefined

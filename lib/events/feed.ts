@@ -82,8 +82,8 @@ export class EventFeed {
     if (!type.delivery.has(mode)) {
       throw unsupported(`Event type ${name} is not delivered by ${mode}; it serves ${[...type.delivery].join(', ')}`, { feature: 'delivery', value: mode })
     }
-    const args = ctx.params.arguments ?? {}
-    if (!isPlainObject(args)) throw invalidParams('params.arguments must be an object')
+    // The dispatcher checked that arguments, when given, is an object.
+    const args = (ctx.params.arguments ?? {}) as JsonObject
     if (!type.validateArguments(args)) throw invalidParams(`Invalid arguments: ${describeErrors('arguments', type.validateArguments.errors)}`)
     return { type, args, binding: bindingOf(principal, name, args) }
   }

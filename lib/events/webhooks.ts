@@ -56,10 +56,6 @@ export class Webhooks {
     this.#logger = parts.logger
   }
 
-  get guard (): CallbackGuard {
-    return this.#guard
-  }
-
   get timeout (): number {
     return this.#settings.timeout
   }
