@@ -37,8 +37,8 @@ class Pump {
     return this.#meta
   }
 
+  /** False once the client cannot take it (it left, or let its buffer fill): the stream is ending. */
   send (method: string, params: JsonObject): boolean {
-    if (this.#ended) return false
     return this.#stream.notify({ jsonrpc: '2.0', method: `notifications/events/${method}`, params: { ...params, _meta: this.#meta } })
   }
 

@@ -64,8 +64,10 @@ export class Webhooks {
     const principal = this.#principal(ctx, 'events/subscribe')
     const subscribed = await this.#feed.subscribed(ctx, 'webhook', principal)
     const delivery = ctx.params.delivery as JsonObject
-    if (delivery.mode !== 'webhook') {
-      throw unsupported(`params.delivery.mode must be 'webhook', got ${JSON.stringify(delivery.mode)?.slice(0, 100)}`, { feature: 'deliveryMode', value: delivery.mode ?? null })
+    // A client that names no mode asks for the one mode this method has.
+    if (delivery.mode !== undefined && delivery.mode !== 'webhook') {
+      throw unsupported(`params.delivery.mode must be 'webhook', got ${JSON.stringify(delivery.mode).slice(0, 100)}`,
+        { feature: 'deliveryMode', value: delivery.mode })
     }
     const url = this.#url(delivery.url)
     if (parseSecret(delivery.secret) === undefined) {

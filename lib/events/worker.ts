@@ -23,11 +23,10 @@ const FINISHED_KEEP_MS = 60_000
 /** A claim outlives the longest delivery (the guard's lookup, then the POST) by this much. */
 const CLAIM_MARGIN_MS = 5_000
 
-/** The position just before `position`, so a read after it starts at `position`. */
+/** The position just before `position` (never `0-0`, which no log gives), so a read after it starts there. */
 export function before (position: string): string {
   const [ms, seq] = splitPosition(position)
-  if (seq > 0) return `${ms}-${seq - 1}`
-  return ms > 0 ? `${ms - 1}-18446744073709551615` : '0-0'
+  return seq > 0 ? `${ms}-${seq - 1}` : `${ms - 1}-18446744073709551615`
 }
 
 /**

@@ -160,3 +160,31 @@ t.test('an unknown type named at length is cut in the error', async (t) => {
   t.equal(body.error.code, -32023)
   t.equal(body.error.message, `Unknown event type: ${'x'.repeat(200)}…`)
 })
+
+t.test('an occurrence the log dropped before its retry is given up; the rest are delivered', async (t) => {
+  const { app } = await server(t, { events: { log: new MemoryEventLog({ maxBytes: 40 }), webhooks: { allow: ['http://127.0.0.1:*'], retryDelays: [200, 200] } } })
+  await app.ready()
+  const { hook, key } = await receiver(t, (delivery) => delivery.id === 'dropped' ? 500 : 204)
+  await subscribe(app, hook, key)
+  await app.mcp.emit('tick', { n: 0 }, { eventId: 'dropped' })
+  await hook.next()
+  for (let n = 1; n <= 8; n++) await app.mcp.emit('tick', { n }, { eventId: `later-${n}` })
+  await wait(800)
+  t.equal(events(hook).filter((delivery) => delivery.id === 'dropped').length, 1, 'tried once: by its retry it was gone')
+  const later = events(hook).filter((delivery) => delivery.id.startsWith('later-')).map((delivery) => delivery.id)
+  // The log keeps five of these at a time: what it dropped before its turn is gone too, the newest never.
+  t.ok(later.includes('later-8') && later.length >= 5, later.join(' '))
+  t.equal(new Set(later).size, later.length, 'none twice')
+})
+
+t.test('emit names a type by string', async (t) => {
+  const { app } = await server(t)
+  await t.rejects(app.mcp.emit(5 as never, { n: 1 }), /no event type 5 is registered/)
+})
+
+t.test('a subscribe that names no delivery mode asks for a webhook', async (t) => {
+  const { app } = await server(t)
+  const { hook, key } = await receiver(t)
+  const { body } = await call(app, 'events/subscribe', { name: 'tick', delivery: { url: hook.url, secret: key } })
+  t.match(body.result.id, /^sub_/)
+})
