@@ -142,3 +142,32 @@ t.test('a log that fails a read is a notifications/events/error on the stream, w
   t.same(lines, [])
   stream.close()
 })
+
+t.test('a client that leaves while its stream reads the log is sent nothing more', async (t) => {
+  const memory = new MemoryEventLog()
+  let slow = false
+  let reads = 0
+  const log = new Proxy(memory, {
+    get: (target, key) => {
+      if (key === 'read') {
+        return async (name: string, after: string, limit: number) => {
+          reads++
+          if (slow) await new Promise((resolve) => setTimeout(resolve, 300))
+          return await target.read(name, after, limit)
+        }
+      }
+      const own = Reflect.get(target, key)
+      return typeof own === 'function' ? own.bind(target) : own
+    },
+  }) as EventLog
+  const { app, url, lines } = await server(t, { events: { log, heartbeat: 5000 } })
+  const stream = await openStream(url, 1, 'events/stream', { name: 'tick' })
+  await stream.next()
+  slow = true
+  const before = reads
+  await app.mcp.emit('tick', { n: 1 })
+  while (reads === before) await new Promise((resolve) => setTimeout(resolve, 5))
+  stream.close()
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  t.same(lines.filter((line) => line.level >= 40), [], 'nothing went wrong')
+})

@@ -209,3 +209,32 @@ t.test('a listen request whose client left before it got to mocapi holds no stre
   t.equal((await next.next()).method, 'notifications/subscriptions/acknowledged', 'the place of the stream that never opened is free')
   next.close()
 })
+
+t.test('an events/stream whose client does not read is ended at the buffer limit, and its slot released', async (t) => {
+  const logs = capturedLogs('warn')
+  const { app, port, url } = await served(t, { limits: { streamBufferBytes: 32 * 1024, streamsPerCaller: 1 } }, (app) => {
+    app.mcp.event({ name: 'big' })
+  }, logs.options)
+  const socket = await stalled(port, 'events/stream', { name: 'big' })
+  const closed = once(socket, 'close')
+  socket.on('error', () => {})
+  await sleep(50)
+  const cut = () => logs.lines.some((line) => /ended an event stream/.test(line.msg))
+  const pad = 'x'.repeat(4000)
+  let sent = 0
+  for (; sent < 5000 && !cut(); sent++) {
+    await app.mcp.emit('big', { pad })
+    if (sent % 20 === 0) await sleep(1)
+  }
+  t.ok(cut(), `the server ended the stream after ${sent} occurrences of 4 kB, and said so at warn`)
+  socket.resume()
+  await Promise.race([closed, sleep(10_000, undefined, { ref: false })])
+  t.equal(socket.destroyed, true, 'the connection is closed')
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'events/stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'events/stream', params: { name: 'big', _meta: meta({}) } }),
+  })
+  t.equal(response.status, 200, 'the cut stream no longer counts against streamsPerCaller')
+  await response.body?.cancel()
+})
