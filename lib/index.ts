@@ -102,7 +102,8 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const shared = notificationBus instanceof InProcessBus ? undefined : bus
   const receipts = options.receipts && new Receipts({ ...options.receipts, ...receiptParts, bus: shared, tasks })
   const receiver = (message: object): void => { exchange.received(message) }
-  const { eventTypes, events, eventLog, worker, webhooks } = eventParts(options, ring, compiler, scopes, subscriptions, bus, fastify)
+  const eventing = eventParts(options, ring, compiler, scopes, subscriptions, bus, fastify)
+  const { events, eventLog, worker } = eventing
   const woken = (name: string): void => {
     events.woken(name)
     worker.wake()
@@ -115,7 +116,7 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     receipts?.warn(notificationBus)
   })
 
-  const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills, eventTypes, events, webhooks }
+  const features = { tools, prompts, resources, subscriptions, handlers, tasks, views, skills, ...eventing }
   const counts = registered(features)
   fastify.decorate('mcp', new McpRegistry({ ...features, announce: (event) => bus.announce(event) }))
   fastify.decorateRequest('mcp', null)
@@ -203,11 +204,18 @@ function eventParts (
     feed,
     guard: new CallbackGuard(settings.allow),
     ring,
-    settings: { timeout: settings.timeout, ttl: WEBHOOK_TTL, subscriptionsPerPrincipal: settings.subscriptionsPerPrincipal },
+    settings: { ...settings, ttl: WEBHOOK_TTL },
     logger: fastify.log,
   })
   const tick = Math.min(1000, ...settings.retryDelays)
-  const worker = new DeliveryWorker({ log: eventLog, types: eventTypes, webhooks, cursors, logger: fastify.log, settings: { retryDelays: settings.retryDelays, tick } })
+  const worker = new DeliveryWorker({
+    log: eventLog,
+    types: eventTypes,
+    webhooks,
+    cursors,
+    logger: fastify.log,
+    settings: { retryDelays: settings.retryDelays, tick },
+  })
   return { eventTypes, events, eventLog, worker, webhooks }
 }
 

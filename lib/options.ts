@@ -140,11 +140,11 @@ export interface MocapiOptions {
   } | undefined
   /** Events (the `io.modelcontextprotocol/events` extension, Beta): poll, push and signed webhooks. */
   events?: {
-    /** Where occurrences, webhook subscriptions and deliveries live: `RedisEventLog` across a fleet. Default: memory. */
+    /** Where occurrences, webhook subscriptions and deliveries live: `RedisEventLog` across a fleet. Default: memory */
     log?: EventLog | undefined
     /** ms between an `events/stream`'s heartbeat notifications, which carry its cursor. Default 30 000, the most. */
     heartbeat?: number | undefined
-    /** ms a poll's `nextPollMs` tells the client to wait (and a push stream of a `check` type re-reads). Default 5000. */
+    /** ms a poll's `nextPollMs` asks the client to wait (and a stream of a `check` type re-reads). Default 5000. */
     pollInterval?: number | undefined
     /** Occurrences a poll returns when the client names no `maxEvents`. Default 100; a client may ask up to 1000. */
     maxEvents?: number | undefined
@@ -208,7 +208,13 @@ const REQUEST_STATE_OPTIONS = ['keys', 'ttl', 'maxRounds', 'maxTokenLength', 'to
 const TASKS_OPTIONS = ['store', 'lease'] as const
 const RECEIPTS = { store: undefined, ttl: 86_400_000, maxBytes: 1024 * 1024 } satisfies Record<keyof Section<'receipts'>, unknown>
 const EVENTS = {
-  log: undefined, heartbeat: 30_000, pollInterval: 5000, maxEvents: 100, maxPayloadBytes: 256 * 1024, subscriptionsPerPrincipal: 64, webhooks: undefined,
+  log: undefined,
+  heartbeat: 30_000,
+  pollInterval: 5000,
+  maxEvents: 100,
+  maxPayloadBytes: 256 * 1024,
+  subscriptionsPerPrincipal: 64,
+  webhooks: undefined,
 } satisfies Record<keyof Section<'events'>, unknown>
 const WEBHOOKS = { allow: [] as string[], retryDelays: [30_000, 120_000, 600_000], timeout: 10_000 } satisfies Record<keyof NonNullable<Section<'events'>['webhooks']>, unknown>
 const MAX_POLL_EVENTS = 1000

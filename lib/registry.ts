@@ -183,7 +183,7 @@ export class McpRegistry {
   }
 
   /**
-   * Emits an occurrence from anywhere: checks `data` against the type's `payloadSchema` (rejecting naming the field) and
+   * Emits an occurrence from anywhere: checks `data` against the type's `payloadSchema` (rejecting, naming the field),
    * its size (`events.maxPayloadBytes`), appends it to the event log and wakes every node; resolves with its `eventId`
    * (random unless given; the same `eventId` emitted twice is kept once). In a tool handler, which runs again on each
    * input-required round, emit inside `ctx.once` so a replay does not emit twice.

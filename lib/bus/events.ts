@@ -37,7 +37,7 @@ export interface OccurrenceEvent {
   name: string
 }
 
-/** Everything a bus broadcasts: changes, tasks' news, receipts done, occurrences, and the events of 2025-era sessions. */
+/** Everything a bus broadcasts: changes, tasks' news, receipts done, occurrences, and 2025-era sessions' events. */
 export type BusEvent = ChangeEvent | SessionEvent | TaskEvent | ReceiptEvent | OccurrenceEvent
 
 /** A fresh object of the event's known fields only; `undefined` when the message is none. */

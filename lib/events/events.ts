@@ -33,7 +33,12 @@ export class Events {
   readonly #announce: (name: string) => void
 
   constructor (parts: {
-    types: EventTypes, log: EventLog, feed: EventFeed, streams: EventStreams, settings: PollSettings, announce: (name: string) => void
+    types: EventTypes
+    log: EventLog
+    feed: EventFeed
+    streams: EventStreams
+    settings: PollSettings
+    announce: (name: string) => void
   }) {
     this.#types = parts.types
     this.#log = parts.log
@@ -80,7 +85,8 @@ export class Events {
     const cursors = this.#feed.cursors
     // A log type's first poll starts now and returns nothing; an upstream type's asks its check where now is.
     if (start.place !== null && ctx.params.cursor == null) {
-      return { events: [], cursor: cursors.seal(start.place, subscribed.binding), hasMore: false, truncated: false, nextPollMs: this.#settings.interval }
+      const cursor = cursors.seal(start.place, subscribed.binding)
+      return { events: [], cursor, hasMore: false, truncated: false, nextPollMs: this.#settings.interval }
     }
     const batch = await this.#feed.read(ctx, subscribed, start.place, max)
     return {

@@ -42,7 +42,8 @@ const SCAN_LIMIT = 5000
 const SCAN_BATCH = 500
 
 export function toWire (name: string, stored: StoredOccurrence): Occurrence {
-  return { eventId: stored.eventId, name, timestamp: new Date(stored.timestamp).toISOString(), data: JSON.parse(stored.data) }
+  const timestamp = new Date(stored.timestamp).toISOString()
+  return { eventId: stored.eventId, name, timestamp, data: JSON.parse(stored.data) }
 }
 
 function timestampOf (value: unknown, name: string): string {
@@ -52,7 +53,7 @@ function timestampOf (value: unknown, name: string): string {
   return date.toISOString()
 }
 
-/** Reads the occurrences a subscription may see: from the log, through `match`; or from the upstream, through `check`. */
+/** The occurrences a subscription may see: from the log, through `match`; or from the upstream, through `check`. */
 export class EventFeed {
   readonly #types: EventTypes
   readonly #log: EventLog
@@ -60,7 +61,9 @@ export class EventFeed {
   readonly #scopes: Scopes
   readonly #settings: FeedSettings
 
-  constructor (parts: { types: EventTypes, log: EventLog, cursors: EventCursors, scopes: Scopes, settings: FeedSettings }) {
+  constructor (parts: {
+    types: EventTypes, log: EventLog, cursors: EventCursors, scopes: Scopes, settings: FeedSettings
+  }) {
     this.#types = parts.types
     this.#log = parts.log
     this.#cursors = parts.cursors
@@ -97,7 +100,9 @@ export class EventFeed {
   }
 
   /** Where a subscription starts: after the client's cursor, or now; later when `maxAgeMs` says so. */
-  async start (subscribed: Subscribed, cursor: unknown, maxAgeMs: unknown): Promise<{ place: CursorPlace | null, truncated: boolean }> {
+  async start (
+    subscribed: Subscribed, cursor: unknown, maxAgeMs: unknown
+  ): Promise<{ place: CursorPlace | null, truncated: boolean }> {
     if (cursor !== undefined && cursor !== null && typeof cursor !== 'string') throw invalidParams('params.cursor must be a string or null')
     if (maxAgeMs !== undefined && (!Number.isInteger(maxAgeMs) || (maxAgeMs as number) < 0)) {
       throw invalidParams(`params.maxAgeMs must be a non-negative integer, got ${JSON.stringify(maxAgeMs)}`)
@@ -116,7 +121,7 @@ export class EventFeed {
     return { place: { position: floor }, truncated: skipped }
   }
 
-  /** At most `max` occurrences after `place`; `place: null` (an upstream type's first read) asks the upstream to start. */
+  /** At most `max` occurrences after `place`; `null` (an upstream type's first read) asks the upstream to start. */
   async read (ctx: McpContext, subscribed: Subscribed, place: CursorPlace | null, max: number): Promise<Batch> {
     if (subscribed.type.check !== undefined) return await this.#checkUpstream(ctx, subscribed, place, max)
     let after = (place as { position: Position }).position
@@ -163,7 +168,9 @@ export class EventFeed {
     return { events, place: { position: after }, hasMore: !reachedHead, truncated }
   }
 
-  async #checkUpstream (ctx: McpContext, subscribed: Subscribed, place: CursorPlace | null, max: number): Promise<Batch> {
+  async #checkUpstream (
+    ctx: McpContext, subscribed: Subscribed, place: CursorPlace | null, max: number
+  ): Promise<Batch> {
     const { type, args } = subscribed
     const upstream = place === null ? null : (place as { upstream: string }).upstream
     let answer
@@ -188,7 +195,8 @@ export class EventFeed {
           describeErrors('data', type.validatePayload.errors), 200)
       }
       const eventId = typeof event.eventId === 'string' ? event.eventId : randomUUID()
-      return { occurrence: { eventId, name: type.name, timestamp: timestampOf(event.timestamp, type.name), data: event.data as JsonObject }, place: next }
+      const timestamp = timestampOf(event.timestamp, type.name)
+      return { occurrence: { eventId, name: type.name, timestamp, data: event.data as JsonObject }, place: next }
     })
     return { events, place: next, hasMore: false, truncated: false }
   }

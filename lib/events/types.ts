@@ -32,7 +32,8 @@ export interface EventDefinition<Args = any, Data = any> {
   /** Which subscriptions an occurrence reaches. Default: all. Keep it quick and free of side effects. */
   match?: ((args: Args, data: Data) => boolean) | undefined
   /** Instead of the log: the occurrences after `cursor` (`null`: start now, return none), read from the upstream. */
-  check?: ((args: Args, cursor: string | null, ctx: McpContext) => CheckedEvents<Data> | Promise<CheckedEvents<Data>>) | undefined
+  check?: ((args: Args, cursor: string | null, ctx: McpContext) => CheckedEvents<Data> | Promise<CheckedEvents<Data>>) |
+    undefined
   /** Modes served. Default all three, or poll and push with `check`. */
   delivery?: DeliveryMode[] | undefined
   /** OAuth scopes a subscriber's token must grant: else 403 with an `insufficient_scope` challenge. Not listed. */
@@ -43,7 +44,9 @@ export interface EventDefinition<Args = any, Data = any> {
 }
 
 type SchemaType<Definition, Key extends 'inputSchema' | 'payloadSchema'> = Key extends keyof Definition
-  ? unknown extends FromSchema<Exclude<Definition[Key], undefined>> ? Record<string, any> : FromSchema<Exclude<Definition[Key], undefined>>
+  ? unknown extends FromSchema<Exclude<Definition[Key], undefined>>
+    ? Record<string, any>
+    : FromSchema<Exclude<Definition[Key], undefined>>
   : Record<string, any>
 
 /** The arguments a type's `inputSchema` describes (literal or TypeBox), else any object. */
@@ -121,10 +124,12 @@ export class EventTypes extends Catalog<JsonObject, EventType> {
       this.#compiler.release(inputSchema)
       throw error
     }
-    const listed: JsonObject = { name, delivery: MODES.filter((mode) => delivery.has(mode)), inputSchema, payloadSchema } as JsonObject
+    const modes = MODES.filter((mode) => delivery.has(mode))
+    const listed: JsonObject = { name, delivery: modes, inputSchema, payloadSchema } as JsonObject
     if (definition.description !== undefined) listed.description = definition.description
     if (definition._meta !== undefined) listed._meta = plainObject(definition._meta, `${where} _meta`, InvalidDefinitionError) as JsonObject
-    this.put(name, { listed, canAccess, scopes, name, delivery, inputSchema, payloadSchema, validateArguments, validatePayload, match, check })
+    const schemas = { inputSchema, payloadSchema, validateArguments, validatePayload }
+    this.put(name, { listed, canAccess, scopes, name, delivery, ...schemas, match, check })
   }
 
   delete (name: string): boolean {

@@ -47,7 +47,14 @@ export class Webhooks {
   readonly #settings: WebhookSettings
   readonly #logger: FastifyBaseLogger
 
-  constructor (parts: { log: EventLog, feed: EventFeed, guard: CallbackGuard, ring: KeyRing, settings: WebhookSettings, logger: FastifyBaseLogger }) {
+  constructor (parts: {
+    log: EventLog
+    feed: EventFeed
+    guard: CallbackGuard
+    ring: KeyRing
+    settings: WebhookSettings
+    logger: FastifyBaseLogger
+  }) {
     this.#log = parts.log
     this.#feed = parts.feed
     this.#guard = parts.guard
@@ -104,9 +111,8 @@ export class Webhooks {
     const principal = this.#principal(ctx, 'events/unsubscribe')
     const args = ctx.params.arguments ?? {}
     const url = this.#url((ctx.params.delivery as JsonObject).url)
-    if (!(await this.#log.deleteSubscription(subscriptionId(principal, url, ctx.params.name as string, args as JsonObject)))) {
-      throw subscriptionNotFound()
-    }
+    const id = subscriptionId(principal, url, ctx.params.name as string, args as JsonObject)
+    if (!(await this.#log.deleteSubscription(id))) throw subscriptionNotFound()
     return {}
   }
 
@@ -120,7 +126,9 @@ export class Webhooks {
   }
 
   /** One signed POST: checked again (no DNS rebinding), to the address checked, never redirected. */
-  async post (url: string, secret: string, messageId: string, subscriptionId: string, body: string): Promise<PostOutcome | CallbackRefused> {
+  async post (
+    url: string, secret: string, messageId: string, subscriptionId: string, body: string
+  ): Promise<PostOutcome | CallbackRefused> {
     let target
     try {
       target = await this.#guard.check(url)
@@ -130,9 +138,12 @@ export class Webhooks {
     return await this.#send(target, secret, messageId, subscriptionId, body)
   }
 
-  async #send (target: CheckedCallback, secret: string, messageId: string, subscriptionId: string, body: string): Promise<PostOutcome> {
+  async #send (
+    target: CheckedCallback, secret: string, messageId: string, subscriptionId: string, body: string
+  ): Promise<PostOutcome> {
     const headers = { ...signedHeaders(parseSecret(secret) as Buffer, messageId, body, Date.now()), 'X-MCP-Subscription-Id': subscriptionId }
-    return await postJson(target, headers, body, { timeoutMs: this.#settings.timeout, maxResponseBytes: ANSWER_BYTES, ca: this.#settings.ca })
+    const options = { timeoutMs: this.#settings.timeout, maxResponseBytes: ANSWER_BYTES, ca: this.#settings.ca }
+    return await postJson(target, headers, body, options)
   }
 
   #principal (ctx: McpContext, method: string): string {
@@ -153,11 +164,12 @@ export class Webhooks {
     try {
       return await this.#guard.check(url)
     } catch (error) {
-      throw invalidParams(`params.delivery.url is refused: ${(error as CallbackRefused).message}`, 200, { reason: (error as CallbackRefused).reason })
+      const refused = error as CallbackRefused
+      throw invalidParams(`params.delivery.url is refused: ${refused.message}`, 200, { reason: refused.reason })
     }
   }
 
-  /** The TTL granted: the default when not asked; else what was asked, within the bounds (`null`, no expiry: the most). */
+  /** The TTL granted: the default unless asked; else what was asked within the bounds (`null`, no expiry: the most). */
   #ttl (value: unknown): number {
     const { fallback, least, most } = this.#settings.ttl
     if (value === undefined) return fallback
@@ -177,8 +189,10 @@ export class Webhooks {
 
   /** Enqueues the deliveries of what matches after `after`, as many as one read returns (`maxEvents`' cap). */
   async #replay (ctx: McpContext, subscribed: Parameters<EventFeed['start']>[0], id: string, after: string): Promise<void> {
-    const batch = await this.#feed.read(ctx, subscribed, { position: after }, this.#feed.maxEvents(Number.MAX_SAFE_INTEGER))
-    const jobs = batch.events.map(({ place }) => deliveryJob(id, subscribed.type.name, (place as { position: string }).position))
+    const most = this.#feed.maxEvents(Number.MAX_SAFE_INTEGER)
+    const batch = await this.#feed.read(ctx, subscribed, { position: after }, most)
+    const name = subscribed.type.name
+    const jobs = batch.events.map(({ place }) => deliveryJob(id, name, (place as { position: string }).position))
     if (jobs.length > 0) await this.#log.enqueue(jobs, Date.now())
   }
 

@@ -47,7 +47,12 @@ export class DeliveryWorker {
   #failing = false
 
   constructor (parts: {
-    log: EventLog, types: EventTypes, webhooks: Webhooks, cursors: EventCursors, logger: FastifyBaseLogger, settings: WorkerSettings
+    log: EventLog
+    types: EventTypes
+    webhooks: Webhooks
+    cursors: EventCursors
+    logger: FastifyBaseLogger
+    settings: WorkerSettings
   }) {
     this.#log = parts.log
     this.#types = parts.types
@@ -143,7 +148,8 @@ export class DeliveryWorker {
   }
 
   async #deliver (job: DeliveryJob): Promise<void> {
-    const { subscription: id, name, position } = JSON.parse(job.body) as { subscription: string, name: string, position: string }
+    const named = JSON.parse(job.body) as { subscription: string, name: string, position: string }
+    const { subscription: id, name, position } = named
     const subscription = await this.#log.subscription(id)
     const record = subscription === undefined ? undefined : this.#webhooks.open(id, subscription.sealed)
     const stored = record === undefined ? undefined : await this.#occurrence(name, position)

@@ -1,11 +1,9 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { randomBytes } from 'node:crypto'
 import mocapi, { MemoryEventLog, type EventLog, type MocapiOptions } from '../../lib/index.js'
 import { webhookReceiver, type WebhookReceiver } from '../../lib/testing/index.js'
 import { KEY, call, capturedLogs, openStream } from '../helpers.js'
-
-type Test = Parameters<typeof t.test>[1] extends (t: infer T) => unknown ? T : never
 
 const tick = { name: 'tick', payloadSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } } as const
 const secret = (): string => `whsec_${randomBytes(32).toString('base64')}`
