@@ -191,6 +191,7 @@ function eventParts (
   const maxEvents = { fallback: settings.maxEvents, most: settings.maxPollEvents }
   const feed = new EventFeed({ types: eventTypes, log: eventLog, cursors, scopes, settings: { maxEvents } })
   const streams = new EventStreams(feed, subscriptions, settings.heartbeat)
+  eventTypes.observe((type, added) => { if (!added) streams.removed(type.name) })
   const events = new Events({
     types: eventTypes,
     log: eventLog,

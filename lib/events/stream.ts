@@ -4,6 +4,7 @@ import type { Subscriptions } from '../features/subscriptions.js'
 import { META_SUBSCRIPTION_ID, type JsonObject } from '../protocol/wire.js'
 import { kCallState } from '../symbols.js'
 import type { CursorPlace } from './cursor.js'
+import { EventsErrorCode } from './errors.js'
 import type { EventFeed, Subscribed } from './feed.js'
 
 /** Why a stream ends when its server closes: the subscription lives on, so the client reconnects with its cursor. */
@@ -20,6 +21,8 @@ class Pump {
   readonly #stream: NotificationStream
   readonly #meta: JsonObject
   place: CursorPlace | null
+  /** Ends the stream from the server's side: the request then answers its result. */
+  finish: () => void = () => {}
   #running = false
   #again = false
   #ended = false
@@ -109,7 +112,8 @@ export class EventStreams {
     const { place, truncated } = await this.#feed.start(subscribed, ctx.params.cursor, ctx.params.maxAgeMs)
     const pump = new Pump(ctx, subscribed, place, this.#feed)
     // Counted with the change streams, and bounded per caller the same way (429, 503).
-    const { ended } = this.#subscriptions.stream(ctx, { lists: new Set(), uris: new Set() }, () => ({}))
+    const { listener, ended } = this.#subscriptions.stream(ctx, { lists: new Set(), uris: new Set() }, () => ({}))
+    pump.finish = () => { listener.end() }
     const name = subscribed.type.name
     let pumps = this.#byType.get(name)
     if (pumps === undefined) {
@@ -140,6 +144,14 @@ export class EventStreams {
       for (const pump of pumps) {
         pump.send('terminated', { error: SHUTDOWN })
       }
+    }
+  }
+
+  /** A type removed ends its streams: each hears `terminated` with NotFound, as the extension asks. */
+  removed (name: string): void {
+    for (const pump of this.#byType.get(name) ?? []) {
+      pump.send('terminated', { error: { code: EventsErrorCode.NotFound, message: `Event type ${name} was removed`, data: { kind: 'event' } } })
+      pump.finish()
     }
   }
 

@@ -172,3 +172,15 @@ t.test('a client that leaves while its stream reads the log is sent nothing more
   await new Promise((resolve) => setTimeout(resolve, 500))
   t.same(lines.filter((line) => line.level >= 40), [], 'nothing went wrong')
 })
+
+t.test('removing a type ends its streams with terminated (NotFound), then their results', async (t) => {
+  const { app, url } = await server(t)
+  const stream = await openStream(url, 3, 'events/stream', { name: 'tick' })
+  await stream.next()
+  t.equal(app.mcp.removeEvent('tick'), true)
+  const terminated = await stream.next()
+  t.equal(terminated.method, 'notifications/events/terminated')
+  t.same(terminated.params.error, { code: -32023, message: 'Event type tick was removed', data: { kind: 'event' } })
+  t.match((await stream.next()).result, { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 3 } })
+  t.equal(await stream.next(), undefined, 'the stream ended')
+})
