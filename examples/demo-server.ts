@@ -70,6 +70,20 @@ await app.mcp.skills(new URL(import.meta.url.replace(/(\/dist)?\/examples\/[^/]+
 
 app.mcp.uiResource({ uri: 'ui://demo/booking-card', name: 'Booking card', description: 'A booking, as a card', html: bookingCard, prefersBorder: true })
 
+// An event type (SEP-3415, Beta): clients poll it, hold a stream for it, or subscribe a webhook
+// (`mocapi events http://127.0.0.1:3000/mcp booking.confirmed --follow stream` shows it live).
+app.mcp.event({
+  name: 'booking.confirmed',
+  description: 'A flight was booked; subscribe with { to } for one destination, or {} for all',
+  inputSchema: { type: 'object', properties: { to: { type: 'string' } }, additionalProperties: false },
+  payloadSchema: {
+    type: 'object',
+    properties: { reference: { type: 'string' }, to: { type: 'string' }, cabin: { type: 'string' } },
+    required: ['reference', 'to', 'cabin'],
+  },
+  match: (args, data) => args.to === undefined || args.to.toLowerCase() === data.to.toLowerCase(),
+})
+
 app.mcp.tool({
   name: 'book_flight',
   description: 'Books a flight after asking the traveller to confirm, then for a seat preference',
@@ -92,7 +106,9 @@ app.mcp.tool({
   // Declining the seat question books without a preference; cancelling it (dismissing the whole thing) books nothing.
   if (seat.action === 'cancel') return nothing('Nothing booked (cancelled)')
   const chosen = seat.action === 'accept' ? seat.content.seat : undefined
-  // Any other side effect belongs here, after the last elicit().
+  // Any other side effect belongs here, after the last elicit(); ctx.once keeps a retried round from emitting twice.
+  await ctx.once('announce', () => app.mcp.emit('booking.confirmed',
+    { reference: hold.reference, to: args.to, cabin: trip.content.cabin }, { eventId: hold.reference }))
   // Text first, for the model and for hosts without views; the card renders structuredContent.
   return {
     content: [{ type: 'text' as const, text: `Booked ${trip.content.cabin} to ${args.to}${chosen === undefined ? '' : `, ${chosen} seat`}` }],

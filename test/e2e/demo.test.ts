@@ -29,12 +29,18 @@ t.test('the demo server serves, and closes cleanly on SIGTERM and SIGINT', async
     })
     const base = await listening
     const client = createTestClient(`${base}/mcp`)
+    const lisbon = { name: 'booking.confirmed', arguments: { to: 'lisbon' } }
+    const { cursor } = await client.request('events/poll', { ...lisbon, cursor: null }) as { cursor: string }
     const { result } = await client.callTool('book_flight', { to: 'Lisbon' }, {
       'elicit-1': accept({ confirm: true, cabin: 'business' }),
       'elicit-2': accept({ seat: 'window' }),
     })
     t.equal(textOf(result), 'Booked business to Lisbon, window seat', `${signal}: the demo books`)
     t.match(result.structuredContent, { booked: true, to: 'Lisbon', cabin: 'business', seat: 'window', reference: /^TRV-[0-9A-F]{6}$/ }, `${signal}: and says it to the card`)
+    const { events } = await client.request('events/poll', { ...lisbon, cursor }) as { events: Array<{ eventId: string, data: object }> }
+    const reference = (result.structuredContent as { reference: string }).reference
+    t.same(events.map((event) => [event.eventId, event.data]), [[reference, { reference, to: 'Lisbon', cabin: 'business' }]],
+      `${signal}: the booking is an event, once`)
     const declined = await client.callTool('book_flight', { to: 'Oslo' }, { 'elicit-1': { action: 'decline' } })
     t.equal(textOf(declined.result), 'Nothing booked', `${signal}: a declined booking books nothing`)
     const noSeat = await client.callTool('book_flight', { to: 'Rome' }, {
