@@ -14,6 +14,10 @@ import { postJson, type PostOutcome } from './post.js'
 import { parseSecret, signedHeaders } from './sign.js'
 
 const RECORD_PURPOSE = 8
+/** UTF-8 bytes of a webhook subscription's arguments at most, kept in its record and read by every delivery. */
+const ARGUMENTS_BYTES = 16 * 1024
+/** Characters of a sealed record opened at most: arguments, URL and secret are bounded, the principal is the app's. */
+const RECORD_LENGTH = 1024 * 1024
 const MAX_URL_LENGTH = 2048
 /** A verified (principal, callback URL) is not asked again for a day. */
 const VERIFIED_MS = 86_400_000
@@ -58,7 +62,7 @@ export class Webhooks {
     this.#log = parts.log
     this.#feed = parts.feed
     this.#guard = parts.guard
-    this.#sealer = new Sealer(parts.ring, RECORD_PURPOSE, 64 * 1024)
+    this.#sealer = new Sealer(parts.ring, RECORD_PURPOSE, RECORD_LENGTH)
     this.#settings = parts.settings
     this.#logger = parts.logger
   }
@@ -86,11 +90,16 @@ export class Webhooks {
     const { type, args } = subscribed
     const id = subscriptionId(principal, url, type.name, args)
     const record: SubscriptionRecord = { principal, url, name: type.name, args, secret: delivery.secret as string }
+    // Every delivery reads the record back: its arguments are kept small, as a subscription's filters are.
+    if (Buffer.byteLength(canonical(args)) > ARGUMENTS_BYTES) {
+      throw invalidParams(`params.arguments of a webhook subscription take at most ${ARGUMENTS_BYTES} bytes of JSON`)
+    }
+    const kept = JSON.stringify(record)
     await this.#verify(principal, checked, record, id)
     const expiresAt = Date.now() + ttl
     const existing = await this.#log.subscription(id)
     const stored = await this.#log.putSubscription({
-      id, name: type.name, owner: digest('events-owner', principal), sealed: this.#sealer.seal(JSON.stringify(record), id), expiresAt,
+      id, name: type.name, owner: digest('events-owner', principal), sealed: this.#sealer.seal(kept, id), expiresAt,
     }, this.#settings.subscriptionsPerPrincipal)
     if (stored === 'full') {
       throw exhausted(`This caller holds ${this.#settings.subscriptionsPerPrincipal} webhook subscriptions, the most it may ` +

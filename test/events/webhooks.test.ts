@@ -292,3 +292,17 @@ t.test('events/subscribe for a type without webhook delivery is -32026', async (
   const refused = (await call(app, 'events/subscribe', { name: 'poll.only', delivery: { mode: 'webhook', url: hook.url, secret: key } })).body
   t.equal(refused.error.code, -32026)
 })
+
+t.test('a webhook subscription\'s arguments are bounded: past 16 KiB of JSON -32602, before any POST', async (t) => {
+  const key = secret()
+  const hook = await receiver(t, key)
+  const app = await build(t, { principal: () => 'ada', events: { webhooks: { allow: ['http://127.0.0.1:*'] } } }, (app) => {
+    app.mcp.event({ name: 'open' })
+  })
+  const params = (pad: number) => ({ name: 'open', arguments: { pad: 'x'.repeat(pad) }, delivery: { url: hook.url, secret: key } })
+  const refused = (await call(app, 'events/subscribe', params(200_000))).body
+  t.equal(refused.error.code, -32602)
+  t.match(refused.error.message, /at most 16384 bytes of JSON/)
+  t.equal(hook.deliveries.length, 0)
+  t.match((await call(app, 'events/subscribe', params(15_000))).body.result.id, /^sub_/, 'a large but bounded one is kept')
+})
