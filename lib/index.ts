@@ -262,7 +262,9 @@ export type { ProtectedResourceOptions } from './transport/oauth.js'
 export type { AccessCheck } from './features/catalog.js'
 export { SKILLS_EXTENSION, UI_EXTENSION, VIEW_MIME_TYPE, EVENTS_EXTENSION } from './protocol/extensions.js'
 export { MemoryEventLog, type EventLog, type MemoryEventLogOptions, type StoredOccurrence, type StoredSubscription, type DeliveryJob, type LogRead, type Position } from './events/log.js'
-export type { EventDefinition, EventArguments, EventPayload, DeliveryMode, CheckedEvents } from './events/types.js'
+export type {
+  EventDefinition, TypedEventDefinition, EventArguments, EventPayload, DeliveryMode, CheckedEvents, SchemaValue,
+} from './events/types.js'
 export type { EmitOptions } from './events/events.js'
 export { EventsErrorCode } from './events/errors.js'
 export type { SkillsOptions, SkillEntry } from './features/skills.js'

@@ -3,7 +3,7 @@ import type { PromptDefinition, PromptHandler, Prompts } from './features/prompt
 import type { ResourceDefinition, ResourceHandler, ResourceTemplateDefinition, ResourceTemplateHandler, Resources } from './features/resources.js'
 import type { ChangeEvent } from './bus/events.js'
 import type { EmitOptions, Events } from './events/events.js'
-import type { EventArguments, EventDefinition, EventPayload, EventTypes } from './events/types.js'
+import type { EventDefinition, EventTypes, TypedEventDefinition } from './events/types.js'
 import type { Skills, SkillsOptions } from './features/skills.js'
 import type { ViewDefinition, Views } from './features/views.js'
 import type { ToolArguments, ToolDefinition, ToolHandler, ToolStructuredContent, Tools, TypedBySchema } from './features/tools.js'
@@ -165,8 +165,8 @@ export class McpRegistry {
    * or subscribe a webhook to it. `match` (typed from `inputSchema` and `payloadSchema`) decides which subscriptions an
    * occurrence reaches; or `check` reads occurrences from an upstream that keeps the position (poll and push only).
    */
-  event<const Definition extends EventDefinition> (
-    definition: Definition & EventDefinition<EventArguments<NoInfer<Definition>>, EventPayload<NoInfer<Definition>>>
+  event<const Input extends object | undefined = undefined, const Payload extends object | undefined = undefined> (
+    definition: TypedEventDefinition<Input, Payload>
   ): this {
     this.#eventTypes.add(definition as EventDefinition)
     return this

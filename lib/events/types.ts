@@ -49,6 +49,23 @@ type SchemaType<Definition, Key extends 'inputSchema' | 'payloadSchema'> = Key e
     : FromSchema<Exclude<Definition[Key], undefined>>
   : Record<string, any>
 
+/** A schema's type (literal or TypeBox), else any object. */
+export type SchemaValue<Schema> = [Schema] extends [undefined]
+  ? Record<string, any>
+  : unknown extends FromSchema<Exclude<Schema, undefined>>
+    ? Record<string, any>
+    : FromSchema<Exclude<Schema, undefined>>
+
+/**
+ * What `app.mcp.event` takes: the schemas are inferred first, then `match` and `check` are typed from them, so their
+ * parameters need no annotation.
+ */
+export interface TypedEventDefinition<Input, Payload>
+  extends Omit<EventDefinition<SchemaValue<Input>, SchemaValue<Payload>>, 'inputSchema' | 'payloadSchema'> {
+  inputSchema?: Input
+  payloadSchema?: Payload
+}
+
 /** The arguments a type's `inputSchema` describes (literal or TypeBox), else any object. */
 export type EventArguments<Definition> = SchemaType<Definition, 'inputSchema'>
 /** The payload a type's `payloadSchema` describes (literal or TypeBox), else any object. */
