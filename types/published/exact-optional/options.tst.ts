@@ -81,7 +81,14 @@ test('every option of the plugin takes undefined', () => {
     },
   })
   expect<MocapiOptions>().type.toBeAssignableFrom({
-    requestState: nothing, once: nothing, cache: nothing, limits: nothing, tasks: nothing, elicitation: nothing, session: nothing, protectedResource: nothing,
+    requestState: nothing,
+    once: nothing,
+    cache: nothing,
+    limits: nothing,
+    tasks: nothing,
+    elicitation: nothing,
+    session: nothing,
+    protectedResource: nothing,
     events: nothing,
   })
 })
@@ -201,4 +208,3 @@ test('the event logs\' options, and an event definition\'s optional fields, take
   expect(app.mcp.event({ name: 'incident.created', description: nothing, match: nothing, delivery: nothing, scopes: nothing })).type.not.toRaiseError()
   expect(app.mcp.emit('incident.created', {}, { eventId: nothing })).type.toBe<Promise<string>>()
 })
-
