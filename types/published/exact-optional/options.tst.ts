@@ -4,8 +4,10 @@
  */
 import Fastify from 'fastify'
 import { expect, test } from 'tstyche'
-import mocapi, { MemoryReceiptStore, MemoryTaskStore, requestedSchema, type MocapiOptions } from 'mocapi'
-import { RedisBus, RedisReceiptStore, RedisTaskStore } from 'mocapi/redis'
+import mocapi, {
+  MemoryEventLog, MemoryReceiptStore, MemoryTaskStore, requestedSchema, type EventDefinition, type MemoryEventLogOptions, type MocapiOptions,
+} from 'mocapi'
+import { RedisBus, RedisEventLog, RedisReceiptStore, RedisTaskStore, type RedisEventLogOptions } from 'mocapi/redis'
 import { createTestClient } from 'mocapi/testing'
 
 const nothing = undefined
@@ -68,9 +70,26 @@ test('every option of the plugin takes undefined', () => {
     tasks: { store: nothing, lease: nothing },
     elicitation: { disable: nothing },
     session: { ttl: nothing, answerTimeout: nothing },
+    events: {
+      log: nothing,
+      heartbeat: nothing,
+      pollInterval: nothing,
+      maxEvents: nothing,
+      maxPayloadBytes: nothing,
+      subscriptionsPerPrincipal: nothing,
+      webhooks: { allow: nothing, retryDelays: nothing, timeout: nothing },
+    },
   })
   expect<MocapiOptions>().type.toBeAssignableFrom({
-    requestState: nothing, once: nothing, cache: nothing, limits: nothing, tasks: nothing, elicitation: nothing, session: nothing, protectedResource: nothing,
+    requestState: nothing,
+    once: nothing,
+    cache: nothing,
+    limits: nothing,
+    tasks: nothing,
+    elicitation: nothing,
+    session: nothing,
+    protectedResource: nothing,
+    events: nothing,
   })
 })
 
@@ -166,4 +185,26 @@ test('the options of the task and receipt stores, the Redis bus and the test cli
   })
   const client = createTestClient(Fastify())
   expect(client.callTool).type.toBeCallableWith('book', {}, nothing, { meta: nothing, headers: nothing, idempotencyKey: nothing })
+})
+
+test('the event logs\' options, and an event definition\'s optional fields, take undefined', () => {
+  const memory: MemoryEventLogOptions = { maxAge: nothing, maxBytes: nothing, now: nothing }
+  const redis: RedisEventLogOptions = { url: nothing, client: nothing, prefix: nothing, maxAge: nothing, maxBytes: nothing, onError: nothing }
+  expect(new MemoryEventLog(memory)).type.toBe<MemoryEventLog>()
+  expect(new RedisEventLog(redis)).type.toBe<RedisEventLog>()
+  expect<EventDefinition>().type.toBeAssignableFrom({
+    name: 'incident.created',
+    description: nothing,
+    inputSchema: nothing,
+    payloadSchema: nothing,
+    match: nothing,
+    check: nothing,
+    delivery: nothing,
+    scopes: nothing,
+    canAccess: nothing,
+    _meta: nothing,
+  })
+  const app = Fastify()
+  expect(app.mcp.event({ name: 'incident.created', description: nothing, match: nothing, delivery: nothing, scopes: nothing })).type.not.toRaiseError()
+  expect(app.mcp.emit('incident.created', {}, { eventId: nothing })).type.toBe<Promise<string>>()
 })
