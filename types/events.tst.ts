@@ -58,10 +58,48 @@ test('a check returning data its payloadSchema refuses does not compile', () => 
   })
 })
 
-// Inline callbacks: TypeScript infers `Definition` from the object that holds them, so `(args, data) => …` written
-// without annotations gets `any` for both today, and a typo in it is not caught. Kept here until the signature types them.
-test.todo('an unannotated match gets args and data typed from inputSchema and payloadSchema')
-test.todo('an unannotated check gets args typed from inputSchema')
+test('an unannotated match gets args and data typed from inputSchema and payloadSchema', () => {
+  app.mcp.event({
+    name: 'incident.created',
+    inputSchema,
+    payloadSchema,
+    match: (args, data) => {
+      expect(args).type.toBe<{ service: string, minimum?: 'P1' | 'P2' }>()
+      expect(data).type.toBe<{ service: string, severity: 'P1' | 'P2' | 'P3', count?: number }>()
+      return data.service === args.service
+    },
+  })
+  expect(app.mcp.event).type.not.toBeCallableWith({
+    name: 'incident.created',
+    inputSchema,
+    payloadSchema,
+    match: (_args: unknown, data: { region: string }) => data.region === 'eu',
+  })
+})
+
+test('an unannotated check gets args typed from inputSchema, and its events held to payloadSchema', () => {
+  app.mcp.event({
+    name: 'deploy.finished',
+    inputSchema,
+    payloadSchema,
+    check: async (args, cursor) => {
+      expect(args).type.toBe<{ service: string, minimum?: 'P1' | 'P2' }>()
+      expect(cursor).type.toBe<string | null>()
+      return { events: [{ data: { service: args.service, severity: 'P2' as const } }], cursor: cursor ?? 'start' }
+    },
+  })
+})
+
+test('without schemas, match takes any object', () => {
+  app.mcp.event({
+    name: 'plain',
+    match: (args, data) => {
+      expect(args).type.toBe<Record<string, any>>()
+      expect(data).type.toBe<Record<string, any>>()
+      return true
+    },
+  })
+})
 
 test('the arguments and payload types read both schemas', () => {
   expect<EventArguments<{ name: 'x', inputSchema: typeof inputSchema }>>().type.toBe<{ service: string, minimum?: 'P1' | 'P2' }>()
