@@ -236,12 +236,14 @@ async function alternate (scenarios: Array<() => Promise<Run>>): Promise<Run[][]
   return runs
 }
 
+/** A line: the median rate, its paired ratio to `reference` (and spread), the same per server CPU-second, the CPU. */
 function row (label: string, runs: Run[], reference: Run[], unit: string, against = ''): string {
   const rate = median(runs.map((r) => r.rate))
-  const paired = median(runs.map((r, i) => r.rate / reference[i].rate))
-  const spread = runs.map((r, i) => r.rate / reference[i].rate)
-  const range = `${Math.min(...spread).toFixed(2)}–${Math.max(...spread).toFixed(2)}`
-  return `${label.padEnd(46)}${rate.toFixed(0).padStart(8)} ${unit}${paired.toFixed(2).padStart(7)} x (${range}) ${against.padEnd(14)} cpu ${runs.map((r) => r.server).join('/')}`
+  const paired = runs.map((r, i) => r.rate / reference[i].rate)
+  const perCpu = median(runs.map((r, i) => (r.rate / Math.max(r.server, 1)) / (reference[i].rate / Math.max(reference[i].server, 1))))
+  const range = `${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)}`
+  return `${label.padEnd(46)}${rate.toFixed(0).padStart(8)} ${unit.padEnd(6)}${median(paired).toFixed(2).padStart(6)} x (${range})` +
+    `${perCpu.toFixed(2).padStart(7)} x  ${against.padEnd(14)} cpu ${runs.map((r) => r.server).join('/')}`
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -278,7 +280,7 @@ async function polls (memory: Server, servers: Server[]): Promise<string[]> {
   ])
   const ofBare = (runs: Run[], reference: Run[]): string => median(runs.map((r, i) => r.rate / reference[i].rate)).toFixed(2)
   return [
-    'autocannon, one fixed request                      req/s   paired (spread)                   cpu %',
+    'autocannon, one fixed request                      rate          paired (spread)  per CPU                   cpu %',
     row('tools/call of add (the reference)', call, call, 'req/s'),
     row(`events/poll, ${BATCH} of ${LOG_SIZE} behind the head`, poll10, call, 'req/s', 'of tools/call'),
     row('events/poll at the head (empty)', poll0, call, 'req/s', 'of tools/call'),
@@ -379,7 +381,7 @@ async function webhooks (receiver: Receiver, nodes: Record<string, Server>, send
   const runs = await alternate([...scenarios, bareOf(false), bareOf(true)])
   const bare = runs.at(-2) as Run[]
   const lines = [
-    `webhooks: ${HOOKS} subscriptions × ${OCCURRENCES} occurrences = ${total} deliveries a run, first emit to last received   paired        cpu %`,
+    `webhooks: ${HOOKS} subscriptions × ${OCCURRENCES} occurrences = ${total} deliveries a run, first emit to last received`,
   ]
   for (const [i, name] of Object.keys(nodes).entries()) {
     lines.push(row(`one node, ${name === 'memory' ? 'MemoryEventLog' : 'RedisEventLog'}`, runs[i], bare, 'del/s', 'of bare POSTs'))
@@ -534,7 +536,8 @@ async function main (): Promise<void> {
     const stored = await inProcess(receiver)
 
     console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per scenario, alternating, Node ${process.version}, ${cpus().length} CPUs`)
-    console.log('medians; "paired": the median ratio of each run to the reference run of its round; cpu: the server\'s (the sender\'s), % of a core\n')
+    console.log('medians; "paired": the median ratio of each run to the reference run of its round, in rate and in rate per CPU-second of')
+    console.log('the server (of the node, of the sender); cpu: that process\'s, % of a core\n')
     for (const line of pollLines) console.log(line)
     console.log('')
     for (const line of hookLines) console.log(line)
