@@ -143,7 +143,12 @@ interface QueuedJob {
 export class MemoryEventLog implements EventLog {
   readonly #logs = new Map<string, TypeLog>()
   readonly #subscriptions = new Map<string, StoredSubscription>()
+  /** Subscription ids by type and by owner: a fan-out or a bound reads its own, never every subscription. */
+  readonly #byName = new Map<string, Set<string>>()
+  readonly #byOwner = new Map<string, Set<string>>()
   readonly #marks = new Map<string, number>()
+  /** [dueAt, id] of every job, a min-heap: a claim looks only at what is due; an entry whose job moved is skipped. */
+  readonly #due: Array<[number, string]> = []
   readonly #jobs = new Map<string, QueuedJob>()
   readonly #finished = new Map<string, number>()
   readonly #maxAge: number
@@ -176,7 +181,7 @@ export class MemoryEventLog implements EventLog {
     this.#bytes += occurrence.data.length
     while (this.#bytes > this.#maxBytes) this.#dropOldest()
     if (this.#hasSubscriptions(name)) {
-      this.#jobs.set(`fanout|${name}|${position}`, { body: '', dueAt: now, attempt: 0 })
+      this.#schedule(`fanout|${name}|${position}`, { body: '', dueAt: now, attempt: 0 })
     }
     return { position, stored: true }
   }
@@ -199,13 +204,12 @@ export class MemoryEventLog implements EventLog {
   }
 
   async putSubscription (subscription: StoredSubscription, maxPerOwner: number): Promise<'stored' | 'full'> {
-    this.#sweepSubscriptions()
-    let held = 0
-    for (const other of this.#subscriptions.values()) {
-      if (other.owner === subscription.owner && other.id !== subscription.id) held++
-    }
-    if (held >= maxPerOwner) return 'full'
+    const held = this.#live(this.#byOwner, subscription.owner).filter((other) => other.id !== subscription.id)
+    if (held.length >= maxPerOwner) return 'full'
+    this.#unindex(subscription.id)
     this.#subscriptions.set(subscription.id, { ...subscription })
+    index(this.#byName, subscription.name, subscription.id)
+    index(this.#byOwner, subscription.owner, subscription.id)
     return 'stored'
   }
 
@@ -216,13 +220,12 @@ export class MemoryEventLog implements EventLog {
 
   async deleteSubscription (id: string): Promise<boolean> {
     const live = await this.subscription(id)
-    this.#subscriptions.delete(id)
+    this.#unindex(id)
     return live !== undefined
   }
 
   async subscriptions (name: string): Promise<StoredSubscription[]> {
-    this.#sweepSubscriptions()
-    return [...this.#subscriptions.values()].filter((subscription) => subscription.name === name)
+    return this.#live(this.#byName, name)
   }
 
   async marked (key: string): Promise<boolean> {
@@ -232,54 +235,85 @@ export class MemoryEventLog implements EventLog {
 
   async mark (key: string, ttlMs: number): Promise<void> {
     const now = this.#now()
-    for (const [other, until] of this.#marks) if (until <= now) this.#marks.delete(other)
+    sweep(this.#marks, now)
+    this.#marks.delete(key)
     this.#marks.set(key, now + ttlMs)
   }
 
   async enqueue (jobs: ReadonlyArray<{ id: string, body: string }>, dueAt: number): Promise<void> {
     const now = this.#now()
-    for (const [id, until] of this.#finished) if (until <= now) this.#finished.delete(id)
+    sweep(this.#finished, now)
     for (const job of jobs) {
-      if (this.#jobs.has(job.id) || this.#finished.has(job.id)) continue
-      this.#jobs.set(job.id, { body: job.body, dueAt, attempt: 0 })
+      if (this.#jobs.has(job.id) || (this.#finished.get(job.id) ?? 0) > now) continue
+      this.#schedule(job.id, { body: job.body, dueAt, attempt: 0 })
     }
   }
 
   async claim (max: number, leaseMs: number): Promise<DeliveryJob[]> {
     const now = this.#now()
     const claimed: DeliveryJob[] = []
-    for (const [id, job] of this.#jobs) {
-      if (claimed.length >= max) break
-      if (job.dueAt > now) continue
-      job.dueAt = now + leaseMs
+    while (claimed.length < max && this.#dropStale() && this.#due[0][0] <= now) {
+      const id = popHeap(this.#due)[1]
+      const job = this.#jobs.get(id) as QueuedJob
       claimed.push({ id, body: job.body, attempt: job.attempt })
       job.attempt++
+      this.#schedule(id, { ...job, dueAt: now + leaseMs })
     }
     return claimed
   }
 
   async retry (id: string, dueAt: number): Promise<void> {
     const job = this.#jobs.get(id)
-    if (job !== undefined) job.dueAt = dueAt
+    if (job !== undefined) this.#schedule(id, { ...job, dueAt })
   }
 
   async finish (id: string, keepMs: number): Promise<void> {
     this.#jobs.delete(id)
+    this.#finished.delete(id)
     this.#finished.set(id, this.#now() + keepMs)
   }
 
   async nextDue (): Promise<number | undefined> {
-    let next: number | undefined
-    for (const job of this.#jobs.values()) if (next === undefined || job.dueAt < next) next = job.dueAt
-    return next
+    return this.#dropStale() ? this.#due[0][0] : undefined
+  }
+
+  #schedule (id: string, job: QueuedJob): void {
+    this.#jobs.set(id, job)
+    pushHeap(this.#due, [job.dueAt, id])
+  }
+
+  /** Pops heap entries whose job is gone or was moved; true while a live one is on top. */
+  #dropStale (): boolean {
+    while (this.#due.length > 0) {
+      const [dueAt, id] = this.#due[0]
+      if (this.#jobs.get(id)?.dueAt === dueAt) return true
+      popHeap(this.#due)
+    }
+    return false
+  }
+
+  /** The live subscriptions an index holds under `key`; expired ones are dropped as they are met. */
+  #live (from: Map<string, Set<string>>, key: string): StoredSubscription[] {
+    const now = this.#now()
+    const live: StoredSubscription[] = []
+    for (const id of from.get(key) ?? []) {
+      const subscription = this.#subscriptions.get(id) as StoredSubscription
+      if (subscription.expiresAt > now) live.push(subscription)
+      else this.#unindex(id)
+    }
+    return live
+  }
+
+  #unindex (id: string): void {
+    const subscription = this.#subscriptions.get(id)
+    if (subscription === undefined) return
+    this.#subscriptions.delete(id)
+    unindex(this.#byName, subscription.name, id)
+    unindex(this.#byOwner, subscription.owner, id)
   }
 
   #hasSubscriptions (name: string): boolean {
-    const now = this.#now()
-    for (const subscription of this.#subscriptions.values()) {
-      if (subscription.name === name && subscription.expiresAt > now) return true
-    }
-    return false
+    return this.#live(this.#byName, name).length > 0
   }
 
   #log (name: string): TypeLog {
@@ -321,11 +355,56 @@ export class MemoryEventLog implements EventLog {
       log.start = 0
     }
   }
+}
 
-  #sweepSubscriptions (): void {
-    const now = this.#now()
-    for (const [id, subscription] of this.#subscriptions) {
-      if (subscription.expiresAt <= now) this.#subscriptions.delete(id)
-    }
+function index (into: Map<string, Set<string>>, key: string, id: string): void {
+  let ids = into.get(key)
+  if (ids === undefined) {
+    ids = new Set()
+    into.set(key, ids)
   }
+  ids.add(id)
+}
+
+function unindex (from: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = from.get(key) as Set<string>
+  ids.delete(id)
+  if (ids.size === 0) from.delete(key)
+}
+
+/** Drops expired entries from the front of a map kept in insertion order: each is looked at once, not at every call. */
+function sweep (until: Map<string, number>, now: number): void {
+  for (const [key, expiry] of until) {
+    if (expiry > now) return
+    until.delete(key)
+  }
+}
+
+function pushHeap (heap: Array<[number, string]>, entry: [number, string]): void {
+  heap.push(entry)
+  let i = heap.length - 1
+  while (i > 0) {
+    const parent = (i - 1) >> 1
+    if (heap[parent][0] <= entry[0]) break
+    heap[i] = heap[parent]
+    i = parent
+  }
+  heap[i] = entry
+}
+
+function popHeap (heap: Array<[number, string]>): [number, string] {
+  const top = heap[0]
+  const last = heap.pop() as [number, string]
+  if (heap.length === 0) return top
+  let i = 0
+  for (;;) {
+    const left = 2 * i + 1
+    if (left >= heap.length) break
+    const child = left + 1 < heap.length && heap[left + 1][0] < heap[left][0] ? left + 1 : left
+    if (heap[child][0] >= last[0]) break
+    heap[i] = heap[child]
+    i = child
+  }
+  heap[i] = last
+  return top
 }

@@ -206,3 +206,29 @@ withRedis(t, 'RedisEventLog on a real Redis', async (t) => {
     t.equal(client.isOpen, false, 'the given client is left alone')
   })
 })
+
+t.test('MemoryEventLog claims by due time among thousands of jobs, each job once per lease, looking only at what is due', async (t) => {
+  let now = 1_000_000
+  const log = new MemoryEventLog({ now: () => now })
+  const ids = Array.from({ length: 3000 }, (_, i) => `job-${i}`)
+  await log.enqueue(ids.map((id) => ({ id, body: id })), now + 10_000)
+  // Spread them over the next 3 s, some moved twice: a moved job's old place is stale.
+  for (const [i, id] of ids.entries()) await log.retry(id, now + (i * 7919) % 3000)
+  for (const id of ids.slice(0, 500)) await log.retry(id, now + 2999)
+  t.equal(await log.nextDue(), now + Math.min(...ids.slice(500).map((_, k) => ((k + 500) * 7919) % 3000)), 'the earliest due')
+  const seen = new Map<string, number>()
+  for (let step = 0; step <= 3000; step += 100) {
+    now = 1_000_000 + step
+    for (const job of await log.claim(10_000, 60_000)) {
+      t.ok(seen.get(job.id) === undefined, `${job.id} claimed once`)
+      seen.set(job.id, now)
+    }
+  }
+  t.equal(seen.size, 3000, 'every job claimed')
+  t.ok([...seen.entries()].slice(0, 500).every(([id, at]) => ids.indexOf(id) >= 500 || at >= 1_002_999), 'a moved job is claimed at its new time')
+  t.equal(await log.claim(10, 60_000).then((jobs) => jobs.length), 0, 'none is due again within its lease')
+  now += 60_000
+  t.equal((await log.claim(10_000, 60_000)).length, 3000, 'all are due again once their leases lapse')
+  for (const id of ids) await log.finish(id, 1000)
+  t.equal(await log.nextDue(), undefined)
+})
