@@ -1,5 +1,5 @@
 import serialize from 'canonicalize'
-import { invalidParams } from '../errors.js'
+import { invalidParams, type InvalidRequestStateError } from '../errors.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 import type { JsonObject } from '../protocol/wire.js'
 import type { Position } from './log.js'
@@ -39,13 +39,15 @@ export class EventCursors {
     return this.#sealer.seal(text, binding)
   }
 
-  /** Throws -32602 for a cursor that is not one this server sealed for this binding. */
+  /** Throws -32602 for a cursor that is not one this server sealed for this binding, its reason in `cause`. */
   open (cursor: string, binding: string): CursorPlace {
     let text
     try {
       text = this.#sealer.open(cursor, binding)
-    } catch {
-      throw invalidParams('params.cursor is not a cursor this server issued for this caller, event type and arguments')
+    } catch (error) {
+      const refused = invalidParams('params.cursor is not a cursor this server issued for this caller, event type and arguments')
+      refused.cause = (error as InvalidRequestStateError).reason
+      throw refused
     }
     // Only this server seals cursors: what opened is one of the two forms it writes.
     return text.startsWith('u') ? { upstream: text.slice(1) } : { position: text.slice(1) }

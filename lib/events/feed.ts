@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
 import type { McpContext } from '../context.js'
 import { internalError, invalidParams, messageOf } from '../errors.js'
 import { describeErrors } from '../json-schema.js'
@@ -19,6 +20,8 @@ export interface Occurrence extends JsonObject {
 
 /** A subscription as one request names it: its type, checked arguments, and what its cursors are bound to. */
 export interface Subscribed {
+  /** The request's logger. */
+  readonly log: FastifyBaseLogger
   readonly type: EventType
   readonly args: JsonObject
   readonly binding: string
@@ -88,7 +91,7 @@ export class EventFeed {
     // The dispatcher checked that arguments, when given, is an object.
     const args = (ctx.params.arguments ?? {}) as JsonObject
     if (!type.validateArguments(args)) throw invalidParams(`Invalid arguments: ${describeErrors('arguments', type.validateArguments.errors)}`)
-    return { type, args, binding: bindingOf(principal, name, args) }
+    return { log: ctx.request.log, type, args, binding: bindingOf(principal, name, args) }
   }
 
   /** `maxEvents` as asked, bounded; the default when absent. */
@@ -108,10 +111,10 @@ export class EventFeed {
       throw invalidParams(`params.maxAgeMs must be a non-negative integer, got ${JSON.stringify(maxAgeMs)}`)
     }
     if (subscribed.type.check !== undefined) {
-      return { place: typeof cursor === 'string' ? this.#cursors.open(cursor, subscribed.binding) : null, truncated: false }
+      return { place: typeof cursor === 'string' ? this.#open(subscribed, cursor) : null, truncated: false }
     }
     if (typeof cursor !== 'string') return { place: { position: (await this.#log.read(subscribed.type.name, '0-0', 0)).head }, truncated: false }
-    const place = this.#cursors.open(cursor, subscribed.binding) as { position: Position }
+    const place = this.#open(subscribed, cursor) as { position: Position }
     if (maxAgeMs === undefined) return { place, truncated: false }
     const floor = `${Math.max(0, Date.now() - (maxAgeMs as number))}-0`
     if (comparePositions(floor, place.position) <= 0) return { place, truncated: false }
@@ -119,6 +122,16 @@ export class EventFeed {
     const next = (await this.#log.read(subscribed.type.name, place.position, 1)).occurrences[0]
     const skipped = next !== undefined && comparePositions(next.position, floor) <= 0
     return { place: { position: floor }, truncated: skipped }
+  }
+
+  /** Opens a client's cursor; one refused is logged at warn with why, as a refused requestState is. */
+  #open (subscribed: Subscribed, cursor: string): CursorPlace {
+    try {
+      return this.#cursors.open(cursor, subscribed.binding)
+    } catch (error) {
+      subscribed.log.warn({ mcp: { event: subscribed.type.name, reason: (error as Error).cause } }, 'mocapi refused an events cursor')
+      throw error
+    }
   }
 
   /** At most `max` occurrences after `place`; `null` (an upstream type's first read) asks the upstream to start. */

@@ -287,3 +287,19 @@ t.test('an upstream type: check keeps the position, mocapi seals it; what check 
   t.ok(lines.some((line) => line.level === 50 && /check threw/.test(line.msg)), 'a check that throws is logged at error')
   await t.rejects(server.mcp.emit('upstream', { n: 1 }), /has check/)
 })
+
+t.test('a refused cursor is logged at warn with why, as a refused requestState is; never its text', async (t) => {
+  const { lines, options } = capturedLogs()
+  const server = await build(t, { principal: (request) => request.headers['x-user'] as string | undefined }, (app) => {
+    app.mcp.event(incident)
+  }, options)
+  const cursor = (await poll(server, { ...API, cursor: null })).result.cursor
+  t.equal((await poll(server, { ...API, cursor }, 'grace')).error.code, -32602)
+  t.equal((await poll(server, { ...API, cursor: 'x'.repeat(5000) })).error.code, -32602)
+  const refused = lines.filter((line) => line.msg === 'mocapi refused an events cursor')
+  t.same(refused.map((line) => [line.level, line.mcp]), [
+    [40, { event: 'incident.created', reason: 'authentication failed' }],
+    [40, { event: 'incident.created', reason: 'too long' }],
+  ])
+  t.notOk(JSON.stringify(lines).includes(cursor), 'the cursor itself is not logged')
+})
