@@ -159,6 +159,8 @@ export interface MocapiOptions {
       retryDelays?: number[] | undefined
       /** ms one POST may take. Default 10 000. */
       timeout?: number | undefined
+      /** Verification challenges one node sends a host a minute; past it `events/subscribe` is -32025. Default 60. */
+      verificationsPerMinute?: number | undefined
     } | undefined
   } | undefined
   /** 2025-era sessions, which mocapi seals into their `Mcp-Session-Id` and stores nowhere. */
@@ -216,7 +218,7 @@ const EVENTS = {
   subscriptionsPerPrincipal: 64,
   webhooks: undefined,
 } satisfies Record<keyof Section<'events'>, unknown>
-const WEBHOOKS = { allow: [] as string[], retryDelays: [30_000, 120_000, 600_000], timeout: 10_000 } satisfies Record<keyof NonNullable<Section<'events'>['webhooks']>, unknown>
+const WEBHOOKS = { allow: [] as string[], retryDelays: [30_000, 120_000, 600_000], timeout: 10_000, verificationsPerMinute: 60 } satisfies Record<keyof NonNullable<Section<'events'>['webhooks']>, unknown>
 const MAX_POLL_EVENTS = 1000
 type Missing<Names extends readonly string[], Part> = Exclude<keyof Part, Names[number]>
 type Complete<N extends readonly string[], Part> = [Missing<N, Part>] extends [never] ? true : Missing<N, Part>
@@ -356,6 +358,8 @@ function eventsOf (value: unknown) {
     allow: allow as string[],
     retryDelays: retryDelaysOf(webhooks.retryDelays),
     timeout: timerMs(webhooks.timeout, 'events.webhooks.timeout', WEBHOOKS.timeout),
+    verificationsPerMinute: positiveInteger(webhooks.verificationsPerMinute, 'events.webhooks.verificationsPerMinute',
+      WEBHOOKS.verificationsPerMinute),
   }
 }
 

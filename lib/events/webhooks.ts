@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { LruMap } from 'toad-cache'
 import type { FastifyBaseLogger } from 'fastify'
 import type { McpContext } from '../context.js'
 import { invalidParams } from '../errors.js'
@@ -26,6 +27,8 @@ const ANSWER_BYTES = 4096
 export interface WebhookSettings {
   /** ms a POST may take. */
   timeout: number
+  /** Verification POSTs this node sends one host in a minute at most. */
+  verificationsPerMinute: number
   /** TTL granted: the default, and the bounds a client's `ttlMs` is clamped to. */
   ttl: { fallback: number, least: number, most: number }
   subscriptionsPerPrincipal: number
@@ -50,6 +53,7 @@ export class Webhooks {
   readonly #sealer: Sealer
   readonly #settings: WebhookSettings
   readonly #logger: FastifyBaseLogger
+  readonly #verifications: PerMinute
 
   constructor (parts: {
     log: EventLog
@@ -65,6 +69,7 @@ export class Webhooks {
     this.#sealer = new Sealer(parts.ring, RECORD_PURPOSE, RECORD_LENGTH)
     this.#settings = parts.settings
     this.#logger = parts.logger
+    this.#verifications = new PerMinute(parts.settings.verificationsPerMinute)
   }
 
   get timeout (): number {
@@ -209,10 +214,15 @@ export class Webhooks {
   async #verify (principal: string, target: CheckedCallback, record: SubscriptionRecord, id: string): Promise<void> {
     const key = `verified|${digest('events-verified', `${principal}\u0000${record.url}`)}`
     if (await this.#log.marked(key)) return
+    const host = target.url.host
+    if (!this.#verifications.take(target.url.hostname)) {
+      const most = this.#settings.verificationsPerMinute
+      throw exhausted(`This server sent ${target.url.hostname} ${most} verification challenges in the last minute, the most it sends one host ` +
+        '(events.webhooks.verificationsPerMinute); try again in a minute', 'verifications', most)
+    }
     const challenge = randomBytes(24).toString('base64url')
     const body = JSON.stringify({ type: 'verification', challenge })
     const outcome = await this.#send(target, record.secret, `msg_verification_${randomBytes(12).toString('base64url')}`, id, body)
-    const host = target.url.host
     if (!outcome.ok) {
       const reason = outcome.status === undefined ? outcome.error : 'challenge_failed'
       this.#logger.warn({ mcp: { host, reason, status: outcome.status } }, 'mocapi: a webhook callback failed its verification')
@@ -224,6 +234,26 @@ export class Webhooks {
       throw callbackFailed(`The callback at ${host} answered the verification without echoing its challenge`, 'challenge_failed')
     }
     await this.#log.mark(key, VERIFIED_MS)
+  }
+}
+
+/** Hosts tracked at most: past it the least recently counted is forgotten, so the limiter's map stays bounded. */
+const TRACKED_HOSTS = 10_000
+
+/** A count per key that lapses a minute after it was last raised, over a bounded map. */
+class PerMinute {
+  readonly #most: number
+  readonly #counts = new LruMap<number>(TRACKED_HOSTS, 60_000)
+
+  constructor (most: number) {
+    this.#most = most
+  }
+
+  take (key: string): boolean {
+    const count = this.#counts.get(key) ?? 0
+    if (count >= this.#most) return false
+    this.#counts.set(key, count + 1)
+    return true
   }
 }
 

@@ -105,6 +105,7 @@ t.test('events options are checked at registration, naming the bad value', async
     [{ webhooks: { retryDelays: [5] } }, /retryDelays/],
     [{ webhooks: { retryDelays: new Array(11).fill(100) } }, /retryDelays/],
     [{ webhooks: { timeout: 0 } }, /events\.webhooks\.timeout/],
+    [{ webhooks: { verificationsPerMinute: 0 } }, /events\.webhooks\.verificationsPerMinute/],
     [{ webhooks: { secret: 'x' } }, /events\.webhooks\.secret/],
     [{ ttl: 5 }, /events\.ttl/],
   ]

@@ -306,3 +306,17 @@ t.test('a webhook subscription\'s arguments are bounded: past 16 KiB of JSON -32
   t.equal(hook.deliveries.length, 0)
   t.match((await call(app, 'events/subscribe', params(15_000))).body.result.id, /^sub_/, 'a large but bounded one is kept')
 })
+
+t.test('verification challenges to one host are bounded per minute (events.webhooks.verificationsPerMinute): -32025', async (t) => {
+  const key = secret()
+  const hook = await receiver(t, key)
+  const app = await server(t, { events: { webhooks: { allow: ['http://127.0.0.1:*'], verificationsPerMinute: 2 } } })
+  t.ok((await subscribe(app, `${hook.url}?a`, key)).result)
+  t.ok((await subscribe(app, `${hook.url}?b`, key)).result)
+  t.ok((await subscribe(app, `${hook.url}?a`, key, { ttlMs: 600_000 })).result, 'a verified callback is not asked again')
+  const third = await subscribe(app, `${hook.url}?c`, key)
+  t.equal(third.error.code, -32025)
+  t.same(third.error.data, { limit: 'verifications', max: 2 })
+  t.match(third.error.message, /127\.0\.0\.1 2 verification challenges in the last minute/)
+  t.equal(hook.deliveries.filter((delivery) => delivery.body.type === 'verification').length, 2)
+})
