@@ -30,15 +30,7 @@ import { Receipts } from './receipts/receipts.js'
 import { MemoryTaskStore, type TaskStore } from './tasks/store.js'
 import { Tasks } from './tasks/tasks.js'
 import { resolveOptions, type MocapiOptions } from './options.js'
-import { EventCursors } from './events/cursor.js'
-import { Events } from './events/events.js'
-import { EventFeed } from './events/feed.js'
-import { CallbackGuard } from './events/guard.js'
-import { MemoryEventLog, type EventLog } from './events/log.js'
-import { EventStreams } from './events/stream.js'
-import { EventTypes } from './events/types.js'
-import { Webhooks } from './events/webhooks.js'
-import { DeliveryWorker } from './events/worker.js'
+import { assembleEvents } from './events/assemble.js'
 import { Lifecycle } from './transport/lifecycle.js'
 import { ProtectedResource } from './transport/oauth.js'
 import { ElicitationPolicy } from './elicitation/policy.js'
@@ -102,7 +94,9 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
   const shared = notificationBus instanceof InProcessBus ? undefined : bus
   const receipts = options.receipts && new Receipts({ ...options.receipts, ...receiptParts, bus: shared, tasks })
   const receiver = (message: object): void => { exchange.received(message) }
-  const eventing = eventParts(options, ring, compiler, scopes, subscriptions, bus, fastify)
+  const publish = (name: string): void => { bus.publish({ kind: 'occurrence', name }) }
+  const eventParts = { settings: options.events, ring, compiler, scopes, subscriptions, publish, logger: fastify.log }
+  const eventing = assembleEvents(eventParts)
   const { events, eventLog, worker } = eventing
   const woken = (name: string): void => {
     events.woken(name)
@@ -173,55 +167,6 @@ async function mocapi (fastify: FastifyInstance, opts: MocapiOptions): Promise<v
     ...options, observer, modern, legacy, lifecycle, protectedResource, receipts,
   })
 }
-
-/** The events extension's parts: types, the log (memory unless given), poll and push, webhooks and their worker. */
-function eventParts (
-  options: ReturnType<typeof resolveOptions>,
-  ring: ReturnType<typeof keyRingOf>,
-  compiler: SchemaCompiler,
-  scopes: Scopes,
-  subscriptions: Subscriptions,
-  bus: BusLink,
-  fastify: FastifyInstance
-) {
-  const settings = options.events
-  const eventTypes = new EventTypes(compiler)
-  const eventLog: EventLog = settings.log ?? new MemoryEventLog()
-  const cursors = new EventCursors(ring)
-  const maxEvents = { fallback: settings.maxEvents, most: settings.maxPollEvents }
-  const feed = new EventFeed({ types: eventTypes, log: eventLog, cursors, scopes, settings: { maxEvents } })
-  const streams = new EventStreams(feed, subscriptions, settings.heartbeat)
-  eventTypes.observe((type, added) => { if (!added) streams.removed(type.name) })
-  const events = new Events({
-    types: eventTypes,
-    log: eventLog,
-    feed,
-    streams,
-    settings: { interval: settings.pollInterval, maxPayloadBytes: settings.maxPayloadBytes },
-    announce: (name) => { bus.publish({ kind: 'occurrence', name }) },
-  })
-  const webhooks = new Webhooks({
-    log: eventLog,
-    feed,
-    guard: new CallbackGuard(settings.allow),
-    ring,
-    settings: { ...settings, ttl: WEBHOOK_TTL },
-    logger: fastify.log,
-  })
-  const tick = Math.min(1000, ...settings.retryDelays)
-  const worker = new DeliveryWorker({
-    log: eventLog,
-    types: eventTypes,
-    webhooks,
-    cursors,
-    logger: fastify.log,
-    settings: { retryDelays: settings.retryDelays, tick },
-  })
-  return { eventTypes, events, eventLog, worker, webhooks }
-}
-
-/** The TTL a webhook subscription is granted: an hour unless asked, from 5 minutes to a day. */
-const WEBHOOK_TTL = { fallback: 3_600_000, least: 300_000, most: 86_400_000 }
 
 /** The mocapi Fastify plugin: `app.register(mocapiPlugin, options)`. */
 export const mocapiPlugin = fp(mocapi, { fastify: '5.x', name: 'mocapi' })

@@ -9,6 +9,7 @@ import type { TaskStore } from './tasks/store.js'
 import type { ReceiptStore } from './receipts/store.js'
 import type { NotificationBus } from './bus/bus.js'
 import type { EventLog } from './events/log.js'
+import type { EventSettings } from './events/assemble.js'
 import { DEFAULT_MAX_TOKEN_LENGTH } from './modern/codec.js'
 import { MAKE_KEY } from './seal/keys.js'
 import { LEGACY_VERSIONS, PROTOCOL_VERSION, type Implementation } from './protocol/wire.js'
@@ -339,7 +340,7 @@ function eventHeartbeatOf (value: unknown): number {
   return ms
 }
 
-function eventsOf (value: unknown) {
+function eventsOf (value: unknown): EventSettings {
   const given = section(value, 'events', EVENTS)
   const webhooks = section(given.webhooks, 'events.webhooks', WEBHOOKS)
   const allow = webhooks.allow ?? WEBHOOKS.allow
