@@ -1,6 +1,6 @@
 import t from 'tap'
 import { MemoryEventLog, type EventLog, type MocapiOptions } from '../../lib/index.js'
-import { capturedLogs, jwtServer, openStream, postHttp } from '../helpers.js'
+import { capturedLogs, jwtServer, openSession, openStream, postHttp } from '../helpers.js'
 
 type Test = Parameters<typeof jwtServer>[0]
 
@@ -183,4 +183,29 @@ t.test('removing a type ends its streams with terminated (NotFound), then their 
   t.same(terminated.params.error, { code: -32023, message: 'Event type tick was removed', data: { kind: 'event' } })
   t.match((await stream.next()).result, { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 3 } })
   t.equal(await stream.next(), undefined, 'the stream ended')
+})
+
+t.test('a 2025-era session holds an events/stream too', async (t) => {
+  const { app, url } = await server(t)
+  const session = await openSession(url)
+  const controller = new AbortController()
+  const response = await fetch(url, {
+    method: 'POST',
+    signal: controller.signal,
+    headers: {
+      'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'events/stream', params: { name: 'tick' } }),
+  })
+  t.equal(response.headers.get('content-type'), 'text/event-stream')
+  const reader = response.body!.getReader()
+  let text = ''
+  const read = async (until: RegExp) => {
+    while (!until.test(text)) text += new TextDecoder().decode((await reader.read()).value)
+  }
+  await read(/notifications\/events\/active/)
+  await app.mcp.emit('tick', { n: 7 }, { eventId: 'legacy-7' })
+  await read(/"eventId":"legacy-7"/)
+  t.match(text, /"method":"notifications\/events\/event","params":\{"eventId":"legacy-7","name":"tick"[^}]*"data":\{"n":7\}/)
+  controller.abort()
 })
