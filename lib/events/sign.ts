@@ -19,9 +19,15 @@ export function parseSecret (value: unknown): Buffer | undefined {
   return key
 }
 
-/** `webhook-id`, `webhook-timestamp` (unix seconds) and the `v1,` HMAC-SHA256 signature over id, timestamp and body. */
-export function signedHeaders (key: Buffer, id: string, body: string, nowMs: number): Record<string, string> {
+/**
+ * `webhook-id`, `webhook-timestamp` (unix seconds) and the `v1,` HMAC-SHA256 signature over id, timestamp and body;
+ * one per key, space-separated (a secret being rotated signs beside its successor).
+ */
+export function signedHeaders (
+  key: Buffer | readonly Buffer[], id: string, body: string, nowMs: number
+): Record<string, string> {
   const timestamp = String(Math.floor(nowMs / 1000))
-  const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
-  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` }
+  const keys = Buffer.isBuffer(key) ? [key] : key
+  const signatures = keys.map((each) => `v1,${createHmac('sha256', each).update(`${id}.${timestamp}.${body}`).digest('base64')}`)
+  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signatures.join(' ') }
 }

@@ -43,7 +43,12 @@ export interface SubscriptionRecord {
   name: string
   args: JsonObject
   secret: string
+  /** The secret a refresh replaced, still signing beside the new one until `until` (epoch ms). */
+  previous?: { secret: string, until: number }
 }
+
+/** How long a replaced secret still signs deliveries, so a receiver that keeps the old one a while verifies them. */
+const ROTATION_GRACE_MS = 3_600_000
 
 /** `events/subscribe` and `events/unsubscribe`, and the signed POSTs that verification and deliveries share. */
 export class Webhooks {
@@ -99,10 +104,15 @@ export class Webhooks {
     if (Buffer.byteLength(canonical(args)) > ARGUMENTS_BYTES) {
       throw invalidParams(`params.arguments of a webhook subscription take at most ${ARGUMENTS_BYTES} bytes of JSON`)
     }
-    const kept = JSON.stringify(record)
     await this.#verify(principal, checked, record, id)
     const expiresAt = Date.now() + ttl
     const existing = await this.#log.subscription(id)
+    const replaced = existing === undefined ? undefined : this.open(id, existing.sealed)
+    const previous = replaced?.secret !== record.secret && replaced !== undefined
+      ? { secret: replaced.secret, until: Date.now() + ROTATION_GRACE_MS }
+      : replaced?.previous
+    if (previous !== undefined) record.previous = previous
+    const kept = JSON.stringify(record)
     const stored = await this.#log.putSubscription({
       id, name: type.name, owner: digest('events-owner', principal), sealed: this.#sealer.seal(kept, id), expiresAt,
     }, this.#settings.subscriptionsPerPrincipal)
@@ -139,23 +149,29 @@ export class Webhooks {
     }
   }
 
-  /** One signed POST: checked again (no DNS rebinding), to the address checked, never redirected. */
+  /**
+   * One signed POST: checked again (no DNS rebinding), to the address checked, never redirected; signed with the
+   * record's secret, and with the one it replaced while that one's grace lasts.
+   */
   async post (
-    url: string, secret: string, messageId: string, subscriptionId: string, body: string
+    record: SubscriptionRecord, messageId: string, subscriptionId: string, body: string
   ): Promise<PostOutcome | CallbackRefused> {
     let target
     try {
-      target = await this.#guard.check(url)
+      target = await this.#guard.check(record.url)
     } catch (error) {
       return error as CallbackRefused
     }
-    return await this.#send(target, secret, messageId, subscriptionId, body)
+    const secrets = [record.secret]
+    if (record.previous !== undefined && record.previous.until > Date.now()) secrets.push(record.previous.secret)
+    return await this.#send(target, secrets, messageId, subscriptionId, body)
   }
 
   async #send (
-    target: CheckedCallback, secret: string, messageId: string, subscriptionId: string, body: string
+    target: CheckedCallback, secrets: string[], messageId: string, subscriptionId: string, body: string
   ): Promise<PostOutcome> {
-    const headers = { ...signedHeaders(parseSecret(secret) as Buffer, messageId, body, Date.now()), 'X-MCP-Subscription-Id': subscriptionId }
+    const keys = secrets.map((secret) => parseSecret(secret) as Buffer)
+    const headers = { ...signedHeaders(keys, messageId, body, Date.now()), 'X-MCP-Subscription-Id': subscriptionId }
     const options = { timeoutMs: this.#settings.timeout, maxResponseBytes: ANSWER_BYTES, ca: this.#settings.ca }
     return await postJson(target, headers, body, options)
   }
@@ -222,7 +238,7 @@ export class Webhooks {
     }
     const challenge = randomBytes(24).toString('base64url')
     const body = JSON.stringify({ type: 'verification', challenge })
-    const outcome = await this.#send(target, record.secret, `msg_verification_${randomBytes(12).toString('base64url')}`, id, body)
+    const outcome = await this.#send(target, [record.secret], `msg_verification_${randomBytes(12).toString('base64url')}`, id, body)
     if (!outcome.ok) {
       const reason = outcome.status === undefined ? outcome.error : 'challenge_failed'
       this.#logger.warn({ mcp: { host, reason, status: outcome.status } }, 'mocapi: a webhook callback failed its verification')

@@ -159,7 +159,7 @@ export class DeliveryWorker {
     }
     const cursor = this.#cursors.seal({ position }, bindingOf(record.principal, name, record.args))
     const body = JSON.stringify({ ...toWire(name, stored), cursor })
-    const outcome = await this.#webhooks.post(record.url, record.secret, stored.eventId, id, body)
+    const outcome = await this.#webhooks.post(record, stored.eventId, id, body)
     if (!(outcome instanceof CallbackRefused) && outcome.ok) {
       await this.#log.finish(job.id, FINISHED_KEEP_MS)
       return

@@ -320,3 +320,40 @@ t.test('verification challenges to one host are bounded per minute (events.webho
   t.match(third.error.message, /127\.0\.0\.1 2 verification challenges in the last minute/)
   t.equal(hook.deliveries.filter((delivery) => delivery.body.type === 'verification').length, 2)
 })
+
+t.test('a refresh with a new secret: deliveries are signed with both for an hour, so either secret verifies them', async (t) => {
+  const before = secret()
+  const after = secret()
+  const seen: Array<{ headers: Record<string, string>, raw: string }> = []
+  const capture = createServer((request, response) => {
+    let raw = ''
+    request.setEncoding('utf8').on('data', (chunk: string) => { raw += chunk }).on('end', () => {
+      const body = JSON.parse(raw)
+      if (body.type === 'verification') {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ challenge: body.challenge }))
+        return
+      }
+      seen.push({ headers: request.headers as Record<string, string>, raw })
+      response.writeHead(204).end()
+    })
+  })
+  await new Promise<void>((resolve) => capture.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { capture.closeAllConnections(); capture.close() })
+  const url = `http://127.0.0.1:${(capture.address() as AddressInfo).port}/hooks`
+  const app = await server(t)
+  await subscribe(app, url, before)
+  await app.mcp.emit('incident.created', { service: 'api', severity: 'P1' }, { eventId: 'one-key' })
+  await subscribe(app, url, after)
+  await app.mcp.emit('incident.created', { service: 'api', severity: 'P1' }, { eventId: 'two-keys' })
+  while (seen.length < 2) await wait(10)
+  const [first, second] = seen
+  t.equal(first.headers['webhook-signature'].split(' ').length, 1, 'one signature before the refresh')
+  t.equal(second.headers['webhook-signature'].split(' ').length, 2, 'two after it')
+  t.ok(new Webhook(before).verify(second.raw, second.headers), 'the old secret verifies it')
+  t.ok(new Webhook(after).verify(second.raw, second.headers), 'and so does the new one')
+  t.throws(() => new Webhook(after).verify(first.raw, first.headers), 'the new secret did not sign what came before it')
+  await subscribe(app, url, after)
+  await app.mcp.emit('incident.created', { service: 'api', severity: 'P1' }, { eventId: 'still-two' })
+  while (seen.length < 3) await wait(10)
+  t.equal(seen[2].headers['webhook-signature'].split(' ').length, 2, 'a refresh with the same secret keeps the grace')
+})
