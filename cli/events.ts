@@ -215,12 +215,13 @@ async function stream (command: EventsCommand, follow: EventFollow, printer: Pri
     terminal.say('mocapi: the stream closed; resume with --cursor and the last cursor')
     return 1
   } catch (error) {
-    if (stop.aborted && !(error instanceof McpClientError)) return 0
-    throw error
+    if (!stop.aborted || error instanceof McpClientError) throw error
   } finally {
     stop.removeEventListener('abort', abort)
     local.abort()
   }
+  // Ctrl-C cut the request or the stream short: a clean stop.
+  return 0
 }
 
 function parseJson (text: string): unknown {
