@@ -22,12 +22,13 @@ class Pump {
   readonly #meta: JsonObject
   place: CursorPlace | null
   /** Ends the stream from the server's side: the request then answers its result. */
-  finish: () => void = () => {}
+  readonly finish: () => void
   #running = false
   #again = false
   #ended = false
 
-  constructor (ctx: McpContext, subscribed: Subscribed, place: CursorPlace | null, feed: EventFeed) {
+  constructor (ctx: McpContext, subscribed: Subscribed, place: CursorPlace | null, feed: EventFeed, end: () => void) {
+    this.finish = end
     this.ctx = ctx
     this.subscribed = subscribed
     this.place = place
@@ -110,10 +111,9 @@ export class EventStreams {
   async stream (ctx: McpContext): Promise<JsonObject> {
     const subscribed = await this.#feed.subscribed(ctx, 'push')
     const { place, truncated } = await this.#feed.start(subscribed, ctx.params.cursor, ctx.params.maxAgeMs)
-    const pump = new Pump(ctx, subscribed, place, this.#feed)
     // Counted with the change streams, and bounded per caller the same way (429, 503).
     const { listener, ended } = this.#subscriptions.stream(ctx, { lists: new Set(), uris: new Set() }, () => ({}))
-    pump.finish = () => { listener.end() }
+    const pump = new Pump(ctx, subscribed, place, this.#feed, () => { listener.end() })
     const name = subscribed.type.name
     let pumps = this.#byType.get(name)
     if (pumps === undefined) {

@@ -186,3 +186,12 @@ t.test('a subscribe that names no delivery mode asks for a webhook', async (t) =
   const { body } = await call(app, 'events/subscribe', { name: 'tick', delivery: { url: hook.url, secret: key } })
   t.match(body.result.id, /^sub_/)
 })
+
+t.test('an event log with close() is closed with the app, after its worker stops', async (t) => {
+  let closed = 0
+  const log = wrapped(new MemoryEventLog(), { close: async () => { closed++ } })
+  const { app } = await server(t, { events: { log } })
+  await app.ready()
+  await app.close()
+  t.equal(closed, 1)
+})
