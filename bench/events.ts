@@ -20,7 +20,6 @@
  */
 import autocannon from 'autocannon'
 import Fastify from 'fastify'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import http from 'node:http'
@@ -31,6 +30,7 @@ import { fileURLToPath } from 'node:url'
 import mocapi, { MemoryEventLog, type StoredSubscription } from '../lib/index.js'
 import { RedisEventLog } from '../lib/redis/index.js'
 import { forkServer, serveForParent, serverCpu, type Server } from './child.js'
+import { alternate as alternateIn, median, redis } from './shared.js'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -220,21 +220,7 @@ async function cannon (server: Server, method: string, params: Record<string, un
   return { rate: result.requests.average, server: Math.round((await serverCpu(server) - cpu0) / ms / 10) }
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
-
-/** Runs `scenarios` in alternating rounds after a discarded warm-up of each; the runs of each. */
-async function alternate (scenarios: Array<() => Promise<Run>>): Promise<Run[][]> {
-  for (const scenario of scenarios) await scenario()
-  const runs: Run[][] = scenarios.map(() => [])
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, scenario] of scenarios.entries()) runs[i].push(await scenario())
-  }
-  return runs
-}
+const alternate = (scenarios: Array<() => Promise<Run>>): Promise<Run[][]> => alternateIn(scenarios, ROUNDS)
 
 /** A line: the median rate, its paired ratio to `reference` (and spread), the same per server CPU-second, the CPU. */
 function row (label: string, runs: Run[], reference: Run[], unit: string, against = ''): string {
@@ -474,37 +460,6 @@ async function inProcess (receiver: Receiver): Promise<{ perSubscription: number
 
 // ---------------------------------------------------------------------------------------------
 // Redis
-
-async function freePort (): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as net.AddressInfo
-  server.close()
-  await once(server, 'close')
-  return port
-}
-
-function answersPing (port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1')
-    socket.once('connect', () => socket.write('PING\r\n'))
-    socket.once('data', (data) => { socket.destroy(); resolve(data.toString().startsWith('+PONG')) })
-    socket.once('error', () => resolve(false))
-  })
-}
-
-/** A Redis to use: REDIS_URL, or a throwaway redis-server; undefined when neither is there. */
-async function redis (): Promise<{ url: string, child?: ChildProcess } | undefined> {
-  if (process.env.REDIS_URL !== undefined) return { url: process.env.REDIS_URL }
-  if (spawnSync('redis-server', ['--version']).status !== 0) return undefined
-  const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  for (let attempt = 0; !(await answersPing(port)); attempt++) {
-    if (attempt === 50) throw new Error(`redis-server did not answer on port ${port}`)
-    await sleep(100)
-  }
-  return { url: `redis://127.0.0.1:${port}`, child }
-}
 
 // ---------------------------------------------------------------------------------------------
 

@@ -16,10 +16,8 @@
  */
 import autocannon from 'autocannon'
 import Fastify from 'fastify'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import http from 'node:http'
-import net from 'node:net'
 import { cpus } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
@@ -27,6 +25,7 @@ import { createClient } from 'redis'
 import mocapi, { MemoryTaskStore, type StoredTask, type TaskStore } from '../lib/index.js'
 import { RedisTaskStore } from '../lib/redis/index.js'
 import { forkServer, serveForParent, serverCpu, type Server } from './child.js'
+import { alternate as alternateIn, median, redis } from './shared.js'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -183,21 +182,7 @@ async function plainCall (port: number, client: string): Promise<void> {
   if (result.content[0].text !== '5') throw new Error(`a wrong result: ${JSON.stringify(result)}`)
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
-
-/** Runs `scenarios` in alternating rounds after a discarded warm-up of each; the runs of each. */
-async function alternate (scenarios: Array<() => Promise<Run>>): Promise<Run[][]> {
-  for (const scenario of scenarios) await scenario()
-  const runs: Run[][] = scenarios.map(() => [])
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, scenario] of scenarios.entries()) runs[i].push(await scenario())
-  }
-  return runs
-}
+const alternate = (scenarios: Array<() => Promise<Run>>): Promise<Run[][]> => alternateIn(scenarios, ROUNDS)
 
 function row (label: string, runs: Run[], reference: Run[], unit: string): string {
   const rate = median(runs.map((r) => r.rate))
@@ -262,38 +247,6 @@ async function inProcess (): Promise<{ readsPerGet: number, bytesPerTask: number
 
 // ---------------------------------------------------------------------------------------------
 // Redis
-
-async function freePort (): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-/** A Redis to use: REDIS_URL, or a throwaway redis-server; undefined when neither is there. */
-async function redis (): Promise<{ url: string, child?: ChildProcess } | undefined> {
-  if (process.env.REDIS_URL !== undefined) return { url: process.env.REDIS_URL }
-  if (spawnSync('redis-server', ['--version']).status !== 0) return undefined
-  const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  const url = `redis://127.0.0.1:${port}`
-  for (let attempt = 0; ; attempt++) {
-    const client = createClient({ url, socket: { reconnectStrategy: false } })
-    client.on('error', () => {})
-    try {
-      await client.connect()
-      await client.quit()
-      return { url, child }
-    } catch {
-      if (attempt === 50) throw new Error(`redis-server did not answer on port ${port}`)
-      await sleep(100)
-    }
-  }
-}
 
 /** A bare GET round trip from Node: one at a time (µs each), and 16 at once (GETs a second). */
 async function redisGet (url: string): Promise<{ oneUs: number, concurrent: number }> {
