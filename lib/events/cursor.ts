@@ -1,6 +1,6 @@
-import serialize from 'canonicalize'
 import { invalidParams, type InvalidRequestStateError } from '../errors.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
+import { canonicalize } from '../protocol/json.js'
 import type { JsonObject } from '../protocol/wire.js'
 import type { Position } from './log.js'
 
@@ -8,16 +8,11 @@ const CURSOR_PURPOSE = 7
 /** Longest cursor opened or sealed, in characters: an upstream's own cursor is bounded by it too. */
 export const MAX_CURSOR_LENGTH = 4096
 
-// RFC 8785 canonical JSON: its CommonJS default export is the function its types describe as a module.
-const canonicalJson = serialize as unknown as (input: unknown) => string | undefined
-
 /** Arguments as RFC 8785 writes them: one text per meaning, whatever the key order or number spelling. */
 export function canonical (args: JsonObject): string {
-  try {
-    return canonicalJson(args) as string
-  } catch {
-    throw invalidParams('params.arguments holds a number JSON cannot write')
-  }
+  const text = canonicalize(args)
+  if (text === undefined) throw invalidParams('params.arguments holds a number JSON cannot write')
+  return text
 }
 
 /** What a cursor holds: a place in the log, or (a type with `check`) the upstream's own cursor. */

@@ -1,4 +1,17 @@
 // JSON that reads back as it was written: what a token, a task's record, a receipt or a skill's frontmatter may carry.
+import serialize from 'canonicalize'
+
+// RFC 8785 canonical JSON: its CommonJS default export is the function its types describe as a module.
+const canonicalJson = serialize as unknown as (input: unknown) => string | undefined
+
+/** RFC 8785's one text per meaning; undefined for what it cannot write (`1e400` parses as Infinity). */
+export function canonicalize (value: unknown): string | undefined {
+  try {
+    return canonicalJson(value)
+  } catch {
+    return undefined
+  }
+}
 
 /** Why `value` would not read back the same from JSON, or undefined when it would; so does nesting past `maxDepth`. */
 export function notJson (value: unknown, maxDepth = 64, depth = 0): string | undefined {

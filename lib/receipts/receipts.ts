@@ -1,28 +1,16 @@
 // A call's receipt keeps its reply, so a duplicate (a retry whose reply was lost) gets that reply instead of a run.
 import { createHmac } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
-import serialize from 'canonicalize'
 import type { CallState } from '../call.js'
 import { within } from '../check.js'
 import { ErrorCode, McpError, invalidParams, invalidRequest, unboundPrincipal } from '../errors.js'
+import { canonicalize } from '../protocol/json.js'
 import { PROTOCOL_VERSION, isPlainObject, type JsonObject, type RequestId } from '../protocol/wire.js'
 import { digest } from '../seal/digest.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 import { InProcessBus, type NotificationBus } from '../bus/bus.js'
 import type { ReceiptEvent } from '../bus/events.js'
 import { MemoryReceiptStore, type ReceiptStore, type StoredReceipt } from './store.js'
-
-// RFC 8785 canonical JSON: its CommonJS default export is the function its types describe as a module.
-const canonicalJson = serialize as unknown as (input: unknown) => string | undefined
-
-/** Undefined for what the canonical form cannot write (`1e400` parses as Infinity): such a request has no receipt. */
-function canonicalize (value: unknown): string | undefined {
-  try {
-    return canonicalJson(value)
-  } catch {
-    return undefined
-  }
-}
 
 /** A request's idempotency key, in `_meta` (the header spells it too). */
 const META_IDEMPOTENCY_KEY = 'mocapi/idempotencyKey'
@@ -124,6 +112,7 @@ export class Receipts {
     const who = call.principal.value ?? ''
     if (key !== undefined && typeof token !== 'string') {
       const request = canonicalize({ name: call.params.name, arguments: call.params.arguments ?? {} })
+      // What canonical JSON cannot write has no receipt.
       if (request === undefined) return undefined
       call.callId = digest(this.#secret, `c\0${who}\0${key}`)
       const era = call.client.protocolVersion === PROTOCOL_VERSION ? 'm' : 'l'
