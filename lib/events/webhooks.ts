@@ -8,7 +8,7 @@ import { digest } from '../seal/digest.js'
 import { Sealer, type KeyRing } from '../seal/seal.js'
 import { canonical } from './cursor.js'
 import { callbackFailed, exhausted, forbidden, subscriptionNotFound, unsupported } from './errors.js'
-import type { EventFeed } from './feed.js'
+import type { EventFeed, Subscribed } from './feed.js'
 import { CallbackRefused, type CallbackGuard, type CheckedCallback } from './guard.js'
 import type { EventLog } from './log.js'
 import { postJson, type PostOutcome } from './post.js'
@@ -208,17 +208,15 @@ export class Webhooks {
     return Math.min(most, Math.max(least, value as number))
   }
 
-  async #start (subscribed: Parameters<EventFeed['start']>[0], cursor: unknown): Promise<{ start: string | undefined, truncated: boolean }> {
-    if (cursor === undefined || cursor === null) {
-      await this.#feed.start(subscribed, cursor, undefined)
-      return { start: undefined, truncated: false }
-    }
+  async #start (subscribed: Subscribed, cursor: unknown): Promise<{ start: string | undefined, truncated: boolean }> {
+    // No cursor: deliveries start with what comes next, and the reply's cursor is the head, read once there.
+    if (cursor === undefined || cursor === null) return { start: undefined, truncated: false }
     const { place, truncated } = await this.#feed.start(subscribed, cursor, undefined)
     return { start: (place as { position: string }).position, truncated }
   }
 
   /** Enqueues the deliveries of what matches after `after`, as many as one read returns (`maxEvents`' cap). */
-  async #replay (ctx: McpContext, subscribed: Parameters<EventFeed['start']>[0], id: string, after: string): Promise<void> {
+  async #replay (ctx: McpContext, subscribed: Subscribed, id: string, after: string): Promise<void> {
     const most = this.#feed.maxEvents(Number.MAX_SAFE_INTEGER)
     const batch = await this.#feed.read(ctx, subscribed, { position: after }, most)
     const name = subscribed.type.name
