@@ -2,18 +2,9 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { MemoryEventLog, type MocapiOptions } from '../../lib/index.js'
 import { build, call, capturedLogs, openSession, rpc } from '../helpers.js'
+import { incident } from './incident.js'
 
 type Test = Parameters<typeof build>[0]
-
-const incident = {
-  name: 'incident.created',
-  description: 'A new incident on one service',
-  inputSchema: { type: 'object', properties: { service: { type: 'string' } }, required: ['service'] },
-  payloadSchema: {
-    type: 'object', properties: { service: { type: 'string' }, severity: { type: 'string' } }, required: ['service', 'severity'],
-  },
-  match: (args: { service: string }, data: { service: string }) => data.service === args.service,
-} as const
 
 const API = { name: 'incident.created', arguments: { service: 'api' } }
 const asUser = (user: string) => ({ headers: { 'x-user': user } })

@@ -1,13 +1,6 @@
 import t from 'tap'
 import { build, call, jwtServer, openStream } from '../helpers.js'
-
-const incident = {
-  name: 'incident.created',
-  description: 'A new incident on one service',
-  inputSchema: { type: 'object', properties: { service: { type: 'string' } }, required: ['service'] },
-  payloadSchema: { type: 'object', properties: { service: { type: 'string' }, severity: { type: 'string' } }, required: ['service', 'severity'] },
-  match: (args: { service: string }, data: { service: string }) => data.service === args.service,
-} as const
+import { incident } from './incident.js'
 
 t.test('poll smoke', async (t) => {
   const app = await build(t, {}, (app) => { app.mcp.event(incident) })

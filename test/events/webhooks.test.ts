@@ -7,17 +7,9 @@ import { Webhook } from 'standardwebhooks'
 import type { MocapiOptions } from '../../lib/index.js'
 import { webhookReceiver, type WebhookReceiver } from '../../lib/testing/index.js'
 import { build, call, capturedLogs } from '../helpers.js'
+import { incident } from './incident.js'
 
 type Test = Parameters<typeof build>[0]
-
-const incident = {
-  name: 'incident.created',
-  inputSchema: { type: 'object', properties: { service: { type: 'string' } }, required: ['service'] },
-  payloadSchema: {
-    type: 'object', properties: { service: { type: 'string' }, severity: { type: 'string' } }, required: ['service', 'severity'],
-  },
-  match: (args: { service: string }, data: { service: string }) => data.service === args.service,
-} as const
 
 const secret = (): string => `whsec_${randomBytes(32).toString('base64')}`
 const asUser = (user: string) => ({ headers: { 'x-user': user } })
